@@ -1,0 +1,65 @@
+// A private dbus-daemon for development, the demo and the tests: its own config,
+// a socket in a temporary directory, stopped with the process that started it.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface PrivateBus {
+  address: string;
+  pid: number;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+export function privateBusConfig(socketDir: string): string {
+  return `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir=${socketDir}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+  </policy>
+  <limit name="max_replies_per_connection">50000</limit>
+  <limit name="max_connections_per_user">4096</limit>
+</busconfig>
+`;
+}
+
+export async function startPrivateBus(daemon = process.env.DBUS_DAEMON ?? "dbus-daemon"): Promise<PrivateBus> {
+  const dir = mkdtempSync(join(tmpdir(), "devservices-bus-"));
+  const conf = join(dir, "bus.conf");
+  writeFileSync(conf, privateBusConfig(dir));
+  const child: ChildProcess = spawn(daemon, ["--config-file", conf, "--nofork", "--print-address=1", "--nopidfile"], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const address = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.once("error", (e) => reject(new Error(`cannot start ${daemon}: ${e.message} (install the dbus package)`)));
+    child.once("exit", (code) => reject(new Error(`${daemon} exited with ${code}`)));
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const nl = out.indexOf("\n");
+      if (nl >= 0) resolve(out.slice(0, nl).trim());
+    });
+  });
+  child.removeAllListeners("exit");
+  return {
+    address,
+    pid: child.pid!,
+    dir,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const done = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await done;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,122 @@
+// The byte stream under a D-Bus connection: an AF_UNIX socket from src/ffi/socket.ts,
+// written with sendmsg on this thread and read with recvmsg on a worker thread.
+// It offers the small stream surface dbus-next's handshake and parser use
+// (read(n), write(), 'readable'), plus the fds that arrived with the bytes.
+import { EventEmitter } from "node:events";
+import { connectUnix, sendAll, shutdownSocket } from "../ffi/socket";
+import { libc } from "../ffi/libc";
+
+type Chunk = { buf: Buffer; fds: number[] };
+
+export function parseAddress(address: string): { path: string; abstract: boolean } {
+  for (const entry of address.split(";")) {
+    const [family, rest = ""] = entry.split(/:(.*)/s);
+    if (family !== "unix") continue;
+    const params = Object.fromEntries(
+      rest.split(",").map((kv) => {
+        const i = kv.indexOf("=");
+        return [kv.slice(0, i), decodeURIComponent(kv.slice(i + 1))];
+      }),
+    );
+    if (params.path) return { path: params.path, abstract: false };
+    if (params.abstract) return { path: params.abstract, abstract: true };
+  }
+  throw new Error(`unsupported D-Bus address (only unix:path= and unix:abstract= are supported): ${address}`);
+}
+
+export class SocketStream extends EventEmitter {
+  readonly fd: number;
+  supportsUnixFd: boolean;
+  writable = true;
+  private chunks: Chunk[] = [];
+  private buffered = 0;
+  private pendingFds: number[] = [];
+  private worker: Worker;
+  private ended = false;
+
+  constructor(address: string, negotiateUnixFd: boolean) {
+    super();
+    const { path, abstract } = parseAddress(address);
+    this.fd = connectUnix(path, abstract);
+    this.supportsUnixFd = negotiateUnixFd;
+    this.worker = new Worker(new URL("./reader-worker.ts", import.meta.url).href);
+    this.worker.onmessage = (ev: MessageEvent) => this.onWorker(ev.data);
+    this.worker.postMessage({ fd: this.fd });
+    queueMicrotask(() => this.emit("connect"));
+  }
+
+  private onWorker(m: { data?: ArrayBuffer; fds?: number[]; eof?: boolean; error?: string }) {
+    if (m.data) {
+      const buf = Buffer.from(m.data);
+      this.chunks.push({ buf, fds: m.fds ?? [] });
+      this.buffered += buf.length;
+      this.emit("readable");
+      return;
+    }
+    this.finish(m.error ? new Error(m.error) : undefined);
+  }
+
+  private finish(err?: Error) {
+    if (this.ended) return;
+    this.ended = true;
+    this.writable = false;
+    this.worker.terminate();
+    for (const c of this.chunks) for (const fd of c.fds) libc.close(fd);
+    for (const fd of this.pendingFds) libc.close(fd);
+    libc.close(this.fd);
+    if (err) this.emit("error", err);
+    this.emit("end");
+    this.emit("close");
+  }
+
+  /**
+   * Returns exactly n bytes or null. fds travel with the chunk they arrived in;
+   * the kernel ends a read at the segment that carries them, so they belong to the
+   * message whose bytes run through the end of that chunk.
+   */
+  read(n: number): Buffer | { data: Buffer; fds: number[] } | null {
+    if (n > this.buffered) return null;
+    const out = Buffer.allocUnsafe(n);
+    let off = 0;
+    while (off < n) {
+      const c = this.chunks[0]!;
+      const take = Math.min(n - off, c.buf.length);
+      c.buf.copy(out, off, 0, take);
+      off += take;
+      if (take === c.buf.length) {
+        this.chunks.shift();
+        this.pendingFds.push(...c.fds);
+      } else {
+        c.buf = c.buf.subarray(take);
+      }
+    }
+    this.buffered -= n;
+    if (n > 16 && this.pendingFds.length) {
+      const fds = this.pendingFds;
+      this.pendingFds = [];
+      return { data: out, fds };
+    }
+    return out;
+  }
+
+  get readableLength() {
+    return this.buffered;
+  }
+
+  write(data: string | Buffer | { data: Buffer; fds: number[] }): boolean {
+    if (!this.writable) throw new Error("D-Bus connection is closed");
+    if (typeof data === "string") sendAll(this.fd, Buffer.from(data, "ascii"));
+    else if (Buffer.isBuffer(data)) sendAll(this.fd, data);
+    else sendAll(this.fd, data.data, data.fds);
+    return true;
+  }
+
+  end() {
+    if (this.ended) return;
+    this.writable = false;
+    // Wakes the reader's blocking recvmsg with end-of-stream; it then finishes.
+    shutdownSocket(this.fd);
+  }
+
+  setNoDelay() {}
+}

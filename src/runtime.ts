@@ -1,0 +1,68 @@
+// Starts services on a bus: one connection, one BusServer, each service created
+// with its context (board, state directory, logger, configuration).
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { BusServer } from "./bus/server";
+import { BusClient } from "./bus/client";
+import { connectBus } from "./bus/connection";
+import type { Board } from "./core/board";
+import type { ServiceInstance, ServiceModule } from "./core/service";
+import { logger, type Logger } from "./core/log";
+import { findService } from "./services";
+
+export interface RuntimeOptions {
+  busAddress: string;
+  board: Board;
+  stateDir: string;
+  /** Short or bus names; empty means the board's list. */
+  services?: string[];
+  log?: Logger;
+  checkResponses?: boolean;
+}
+
+export interface Runtime {
+  server: BusServer;
+  client: BusClient;
+  services: { module: ServiceModule<any>; instance: ServiceInstance<any> }[];
+  stop(): Promise<void>;
+}
+
+export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
+  const log = opts.log ?? logger();
+  const names = opts.services?.length ? opts.services : opts.board.services;
+  const modules = names.map((n) => {
+    const m = findService(n);
+    if (!m) throw new Error(`unknown service: ${n}`);
+    return m;
+  });
+  mkdirSync(opts.stateDir, { recursive: true });
+  const server = await BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses });
+  const client = BusClient.wrap(server.bus);
+  const started: Runtime["services"] = [];
+  const stop = async () => {
+    await server.close();
+  };
+  try {
+    for (const module of modules) {
+      const name = module.spec.name;
+      const stateDir = join(opts.stateDir, name);
+      mkdirSync(stateDir, { recursive: true });
+      const instance = await module.create({
+        board: opts.board,
+        stateDir,
+        log: log.child({ service: name }),
+        busAddress: opts.busAddress,
+        client,
+        config: (opts.board.serviceConfig?.[name] ?? {}) as Record<string, unknown>,
+      });
+      await server.host(module.spec, instance);
+      started.push({ module, instance });
+    }
+  } catch (e) {
+    await stop().catch(() => {});
+    throw e;
+  }
+  return { server, client, services: started, stop };
+}
+
+export { connectBus };

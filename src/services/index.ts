@@ -1,0 +1,13 @@
+// Every service the binary can host, by short name. Order is the start order.
+import type { ServiceModule } from "../core/service";
+import testautomation from "./testautomation/service";
+
+export const SERVICES: Record<string, ServiceModule<any>> = {
+  testautomation,
+};
+
+/** Resolves a short name (`testautomation`) or full bus name to a module. */
+export function findService(nameOrBusName: string): ServiceModule<any> | undefined {
+  if (SERVICES[nameOrBusName]) return SERVICES[nameOrBusName];
+  return Object.values(SERVICES).find((m) => m.spec.busName === nameOrBusName);
+}

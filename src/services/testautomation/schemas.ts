@@ -1,0 +1,94 @@
+// UI test automation API (spec part 1, com.vendor.service.testautomation, API level 24).
+import { z } from "zod";
+import { base, type Api } from "../../core/service";
+
+export const Resolution = z.object({ width: z.number().default(1920), height: z.number().default(1080) });
+export const AppInfo = z.looseObject({ id: z.string(), resolution: Resolution.optional() });
+export const Filter = z.looseObject({
+  className: z.string().optional().describe("matches an item whose class name begins with it"),
+  objectName: z.string().optional(),
+  visible: z.boolean().optional(),
+  onlyActiveWindow: z.boolean().optional(),
+  hierarchy: z.string().optional().describe("object names ('#a #b'), matched against the end of the item's hierarchy"),
+});
+export const QueueEntry = z.looseObject({ command: z.unknown().describe("string: the command"), filter: Filter.optional() });
+export const Stage = z.object({
+  id: z.number(),
+  pid: z.number(),
+  width: z.number(),
+  height: z.number(),
+  name: z.string(),
+  isActive: z.boolean(),
+  scene: z.string(),
+  type: z.string(),
+});
+export const RunningApp = z.object({ appId: z.string(), displayId: z.number(), stages: z.array(Stage) });
+export const ApplicationInformation = z.object({
+  resolution: z.object({ width: z.number(), height: z.number() }),
+  displayId: z.number(),
+  pid: z.number(),
+  isQmlApplication: z.boolean(),
+  id: z.string(),
+});
+const Response = z.looseObject(base);
+const stageId = z.number().int();
+
+export const api = {
+  broadcastCommand: {
+    summary: "Sends a command to every nub; always succeeds.",
+    request: z.looseObject({ command: z.string().optional() }),
+    response: z.object({ returnValue: z.literal(true) }),
+  },
+  handleRequest: {
+    summary:
+      "Processes a command: getRunningAppsAndStages and getApplicationInformation are answered by the service; other commands (getItems, commandsBatch, ...) are redirected to the stage's nub with a teCommandId.",
+    request: z.looseObject({
+      command: z.unknown().describe("string, required"),
+      stageId: z.unknown().optional().describe("number; required for getApplicationInformation and redirected commands"),
+      queue: z.unknown().optional().describe("array of {command, filter}; for commandsBatch"),
+    }),
+    response: Response.extend({ result: z.unknown().optional(), teCommandId: z.number().optional() }),
+  },
+  notifyEvent: {
+    summary: "A nub reports an event of its stage; subscribeToEvents subscribers receive it.",
+    request: z.looseObject({ stageId, type: z.string() }),
+    response: Response,
+  },
+  ping: {
+    summary: "Liveness check: echoes Message (an empty object when none was sent).",
+    request: z.looseObject({ Message: z.string().optional() }),
+    response: z.object({ Message: z.string().optional() }),
+  },
+  replyToCommand: {
+    summary: "A nub answers a redirected command; queue holds one result object per executed command.",
+    request: z.looseObject({ stageId, teCommandId: z.number().int(), command: z.string(), queue: z.array(z.unknown()) }),
+    response: Response.extend({ teCommandId: z.number().optional() }),
+  },
+  subscribeToCommands: {
+    summary: "A nub subscribes for commands; its stage is created and its stageId returned. The stage is removed when the subscription ends.",
+    request: z.looseObject({
+      subscribe: z.boolean(),
+      appInfo: AppInfo,
+      baseURI: z.string().optional(),
+      width: z.number().optional(),
+      height: z.number().optional(),
+      name: z.string(),
+      scene: z.string(),
+      version: z.string().optional(),
+      type: z.string(),
+    }),
+    response: Response.extend({ subscribed: z.boolean().optional(), stageId: z.number().optional() }),
+    subscribable: true,
+  },
+  subscribeToEvents: {
+    summary: "Subscribes to stage events (from notifyEvent, and stageRemoved when a nub goes away).",
+    request: z.looseObject({ subscribe: z.boolean() }),
+    response: Response.extend({ subscribed: z.boolean().optional() }),
+    subscribable: true,
+  },
+  version: {
+    summary: "The service version.",
+    request: z.looseObject({}),
+    response: Response.extend({ version: z.string().optional() }),
+  },
+} satisfies Api;

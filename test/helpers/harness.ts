@@ -1,0 +1,135 @@
+// The test harness: a real private dbus-daemon, services started in-process (or as
+// the compiled binary), clients in this process or in child processes.
+import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { spawn, type Subprocess } from "bun";
+import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
+import { BusClient } from "../../src/bus/client";
+import { startRuntime, type Runtime } from "../../src/runtime";
+import { loadBoard, parseBoard, type Board } from "../../src/core/board";
+import { configureLogging } from "../../src/core/log";
+
+export const ROOT = resolve(import.meta.dir, "../..");
+export const BINARY = join(ROOT, "dist/devservices");
+export const BUN = process.execPath;
+
+export interface Env {
+  bus: PrivateBus;
+  rt?: Runtime;
+  stateDir: string;
+  clients: BusClient[];
+  /** A new client connection on the test bus (closed by stop()). */
+  client(): Promise<BusClient>;
+  /** (Re)starts services in this process. */
+  start(services: string[], board?: Partial<Board> | Board, stateDir?: string): Promise<Runtime>;
+  stopServices(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const log = configureLogging(process.env.DEVSERVICES_LOG_LEVEL ?? "silent");
+
+/** A private bus, and services on it (none until start()). */
+export async function testEnv(): Promise<Env> {
+  const bus = await startPrivateBus();
+  const stateDir = mkdtempSync(join(tmpdir(), "devservices-test-"));
+  const env: Env = {
+    bus,
+    stateDir,
+    clients: [],
+    async client() {
+      const c = await BusClient.connect(bus.address);
+      env.clients.push(c);
+      return c;
+    },
+    async start(services, board, dir) {
+      await env.stopServices();
+      const base = loadBoard("virtual");
+      const b = board ? parseBoard({ ...base, ...board }, "test") : base;
+      env.rt = await startRuntime({ busAddress: bus.address, board: b, stateDir: dir ?? stateDir, services, log, checkResponses: true });
+      return env.rt;
+    },
+    async stopServices() {
+      if (env.rt) await env.rt.stop();
+      env.rt = undefined;
+    },
+    async stop() {
+      for (const c of env.clients.splice(0)) c.close();
+      await env.stopServices();
+      await bus.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+  return env;
+}
+
+/**
+ * Runs a TypeScript file (test/fixtures/...) as a separate process with the bus
+ * address in DEVSERVICES_BUS. Lines it prints are collected; waitFor() awaits one.
+ */
+export function spawnScript(script: string, args: string[] = [], env: Record<string, string> = {}) {
+  const proc: Subprocess<"ignore", "pipe", "inherit"> = spawn([BUN, join(ROOT, script), ...args], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "inherit",
+    env: { ...process.env, ...env },
+  });
+  const lines: string[] = [];
+  const waiters: { pred: (l: string) => boolean; resolve: (l: string) => void }[] = [];
+  (async () => {
+    const decoder = new TextDecoder();
+    let buf = "";
+    for await (const chunk of proc.stdout) {
+      buf += decoder.decode(chunk);
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        lines.push(line);
+        for (const w of [...waiters]) if (w.pred(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
+      }
+    }
+  })();
+  return {
+    proc,
+    lines,
+    waitFor(pred: string | ((l: string) => boolean), timeoutMs = 10000): Promise<string> {
+      const p = typeof pred === "string" ? (l: string) => l.includes(pred) : pred;
+      const found = lines.find(p);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const w = { pred: p, resolve };
+        waiters.push(w);
+        setTimeout(() => {
+          const i = waiters.indexOf(w);
+          if (i >= 0) {
+            waiters.splice(i, 1);
+            reject(new Error(`timed out waiting for output of ${script}; got:\n${lines.join("\n")}`));
+          }
+        }, timeoutMs);
+      });
+    },
+    kill(signal: NodeJS.Signals | number = "SIGKILL") {
+      proc.kill(signal);
+      return proc.exited;
+    },
+  };
+}
+
+/** Polls until fn() is truthy or the time is up. */
+export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 2000, stepMs = 20): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await Bun.sleep(stepMs);
+  }
+}
+
+export function binaryBuilt(): boolean {
+  return existsSync(BINARY);
+}
