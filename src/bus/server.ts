@@ -75,6 +75,14 @@ class SubscriptionImpl implements Subscription {
   }
 }
 
+function valueAt(v: unknown, path: PropertyKey[]): unknown {
+  for (const k of path) {
+    if (v === null || typeof v !== "object") return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
 export interface ServerOptions {
   log?: Logger;
   /** Validate every response against the method's response schema (tests turn this on). */
@@ -115,6 +123,13 @@ export class BusServer {
 
   get uniqueName(): string {
     return this.bus.name!;
+  }
+
+  /** Live callers and open subscriptions (tests check that nothing leaks). */
+  stats(): { clients: number; subscriptions: number } {
+    let subscriptions = 0;
+    for (const c of this.clients.values()) subscriptions += c.subscriptions.size;
+    return { clients: this.clients.size, subscriptions };
   }
 
   private async dbusCall(member: string, signature: string, body: unknown[]): Promise<any[]> {
@@ -267,7 +282,7 @@ export class BusServer {
         const parsed = spec.request.safeParse(payload);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
-          const missing = issue.code === "invalid_type" && (issue as any).input === undefined ? String(issue.path.at(-1)) : undefined;
+          const missing = issue.code === "invalid_type" && valueAt(payload, issue.path) === undefined ? String(issue.path.at(-1)) : undefined;
           response = {
             returnValue: false,
             ...h.spec.badRequest(method, { kind: "schema", message: z.prettifyError(parsed.error), missing, path: issue.path as any }),

@@ -1,7 +1,7 @@
 // UI test automation service (spec part 1). Clients send commands; nubs (agents in
 // the applications, see nub.ts) subscribe for them and answer with replyToCommand.
 // Stage lifetime and timeouts: docs/decisions.md "Test automation".
-import { fail, type Json } from "../../core/errors";
+import { fail, ServiceError, type Json } from "../../core/errors";
 import { defineService, type Subscription, type Caller } from "../../core/service";
 import { api } from "./schemas";
 import { E } from "./errors";
@@ -165,7 +165,12 @@ export default defineService({
           // Observed behavior 2 (a command nobody here knows, with no stage to ask).
           if (!STAGE_COMMANDS.has(command) && req.stageId === undefined)
             fail(E.unknownCommand(command).code, E.unknownCommand(command).text, { teCommandId });
-          const stage = lookupStage(req.stageId);
+          let stage: StageState;
+          try {
+            stage = lookupStage(req.stageId);
+          } catch (e) {
+            throw new ServiceError({ ...(e as ServiceError).fields, teCommandId });
+          }
           const message: Json = { ...(req as Json), command };
           delete message.subscribe;
           let queue: unknown[];
