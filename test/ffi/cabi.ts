@@ -1,0 +1,77 @@
+// Compiles a small C program against the kernel uAPI headers that prints the sizes,
+// member offsets and ioctl numbers an FFI module mirrors, so tests can compare.
+import { mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface StructLayout { c: string; size: number; fields: Record<string, number> }
+
+export interface CAbi {
+  sizes: Record<string, number>;
+  /** "<struct key>.<field>" -> offset */
+  offsets: Record<string, number>;
+  values: Record<string, number>;
+}
+
+/**
+ * Builds and runs the probe. `values` maps names to C expressions (ioctl macros,
+ * constants); include paths beyond the defaults go in `includeDirs`.
+ */
+export function probe(opts: {
+  headers: string[];
+  structs?: Record<string, StructLayout>;
+  values?: Record<string, string>;
+  includeDirs?: string[];
+}): CAbi {
+  const lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <sys/types.h>", "#include <sys/socket.h>"];
+  for (const h of opts.headers) lines.push(`#include <${h}>`);
+  lines.push("int main(void) {");
+  for (const [key, s] of Object.entries(opts.structs ?? {})) {
+    lines.push(`  printf("S %s %zu\\n", ${JSON.stringify(key)}, sizeof(${s.c}));`);
+    for (const f of Object.keys(s.fields)) {
+      lines.push(`  printf("F %s.%s %zu\\n", ${JSON.stringify(key)}, ${JSON.stringify(f)}, offsetof(${s.c}, ${f}));`);
+    }
+  }
+  for (const [name, expr] of Object.entries(opts.values ?? {})) {
+    lines.push(`  printf("V %s %llu\\n", ${JSON.stringify(name)}, (unsigned long long)(${expr}));`);
+  }
+  lines.push("  return 0;", "}");
+  const dir = mkdtempSync(join(tmpdir(), "cabi-"));
+  try {
+    const src = join(dir, "probe.c"), exe = join(dir, "probe");
+    writeFileSync(src, lines.join("\n") + "\n");
+    const cc = Bun.spawnSync(["gcc", "-w", ...(opts.includeDirs ?? []).map((d) => `-I${d}`), "-o", exe, src]);
+    if (cc.exitCode !== 0) throw new Error(`gcc failed:\n${cc.stderr.toString()}`);
+    const run = Bun.spawnSync([exe]);
+    const out: CAbi = { sizes: {}, offsets: {}, values: {} };
+    for (const line of run.stdout.toString().split("\n")) {
+      const [kind, name, v] = line.split(" ");
+      if (!kind || !name || v === undefined) continue;
+      const n = Number(v);
+      if (kind === "S") out.sizes[name] = n;
+      else if (kind === "F") out.offsets[name] = n;
+      else out.values[name] = n;
+    }
+    return out;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Our layouts in the probe's shape, for a single toEqual per kind. */
+export function expected(structs: Record<string, StructLayout>): Pick<CAbi, "sizes" | "offsets"> {
+  const sizes: Record<string, number> = {}, offsets: Record<string, number> = {};
+  for (const [key, s] of Object.entries(structs)) {
+    sizes[key] = s.size;
+    for (const [f, o] of Object.entries(s.fields)) offsets[`${key}.${f}`] = o;
+  }
+  return { sizes, offsets };
+}
+
+/** Each ioctl name is also its C expression. */
+export function macros(ioctls: Record<string, number>): Record<string, string> {
+  return Object.fromEntries(Object.keys(ioctls).map((k) => [k, k]));
+}
+
+export const hasGcc = Bun.which("gcc") !== null;
+export { existsSync };

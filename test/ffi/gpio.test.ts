@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test";
+import * as gpio from "../../src/ffi/gpio.ts";
+import { expected, hasGcc, macros, probe } from "./cabi.ts";
+
+describe.skipIf(!hasGcc)("gpio.ts mirrors linux/gpio.h", () => {
+  const abi = probe({
+    headers: ["linux/gpio.h"],
+    structs: gpio.structs,
+    values: {
+      ...macros(gpio.ioctls),
+      GPIO_MAX_NAME_SIZE: "GPIO_MAX_NAME_SIZE", GPIO_V2_LINES_MAX: "GPIO_V2_LINES_MAX",
+      GPIO_V2_LINE_NUM_ATTRS_MAX: "GPIO_V2_LINE_NUM_ATTRS_MAX",
+      ...Object.fromEntries(Object.keys(gpio.LineFlag).map((k) => [`LineFlag.${k}`, `GPIO_V2_LINE_FLAG_${k}`])),
+    },
+  });
+  test("struct sizes and offsets", () => {
+    const want = expected(gpio.structs);
+    expect(abi.sizes).toEqual(want.sizes);
+    expect(abi.offsets).toEqual(want.offsets);
+  });
+  test("ioctl numbers and constants", () => {
+    for (const [k, v] of Object.entries(gpio.ioctls)) expect([k, abi.values[k]]).toEqual([k, v]);
+    expect(abi.values.GPIO_MAX_NAME_SIZE).toBe(gpio.GPIO_MAX_NAME_SIZE);
+    expect(abi.values.GPIO_V2_LINES_MAX).toBe(gpio.GPIO_V2_LINES_MAX);
+    expect(abi.values.GPIO_V2_LINE_NUM_ATTRS_MAX).toBe(gpio.GPIO_V2_LINE_NUM_ATTRS_MAX);
+    for (const [k, v] of Object.entries(gpio.LineFlag)) expect([k, abi.values[`LineFlag.${k}`]]).toEqual([k, Number(v)]);
+  });
+});
+
+describe("gpio line config encoding", () => {
+  test("flags, per-line flags, output values and debounce become attributes", () => {
+    const b = gpio.encodeLineConfig({
+      flags: gpio.LineFlag.OUTPUT,
+      lineFlags: [{ flags: gpio.LineFlag.INPUT | gpio.LineFlag.EDGE_RISING, mask: 0b100n }],
+      outputValues: { bits: 0b01n, mask: 0b11n },
+      debounce: { periodUs: 1500, mask: 0b100n },
+    });
+    expect(b.length).toBe(272);
+    expect(b.readBigUInt64LE(0)).toBe(gpio.LineFlag.OUTPUT);
+    expect(b.readUInt32LE(8)).toBe(3);
+    const attr = (i: number) => ({ id: b.readUInt32LE(32 + i * 24), v: b.readBigUInt64LE(40 + i * 24), mask: b.readBigUInt64LE(48 + i * 24) });
+    expect(attr(0)).toEqual({ id: gpio.ATTR_ID_FLAGS, v: gpio.LineFlag.INPUT | gpio.LineFlag.EDGE_RISING, mask: 0b100n });
+    expect(attr(1)).toEqual({ id: gpio.ATTR_ID_OUTPUT_VALUES, v: 1n, mask: 3n });
+    expect(attr(2)).toEqual({ id: gpio.ATTR_ID_DEBOUNCE, v: 1500n, mask: 4n });
+  });
+  test("too many attributes is refused", () => {
+    const lineFlags = Array.from({ length: 11 }, (_, i) => ({ flags: 0n, mask: 1n << BigInt(i) }));
+    expect(() => gpio.encodeLineConfig({ flags: 0n, lineFlags })).toThrow(RangeError);
+  });
+  test("decodes a line event", () => {
+    const b = Buffer.alloc(48);
+    b.writeBigUInt64LE(123n, 0); b.writeUInt32LE(2, 8); b.writeUInt32LE(5, 12); b.writeUInt32LE(7, 16); b.writeUInt32LE(3, 20);
+    expect(gpio.decodeLineEvent(b)).toEqual({ timestampNs: 123n, id: 2, offset: 5, seqno: 7, lineSeqno: 3 });
+  });
+});
