@@ -4,7 +4,7 @@
 // (read(n), write(), 'readable'), plus the fds that arrived with the bytes.
 import { EventEmitter } from "node:events";
 import { connectUnix, sendAll, shutdownSocket } from "../ffi/socket";
-import { libc } from "../ffi/libc";
+import { libc, makePipe } from "../ffi/libc";
 
 type Chunk = { buf: Buffer; fds: number[] };
 
@@ -39,21 +39,40 @@ export class SocketStream extends EventEmitter {
     const { path, abstract } = parseAddress(address);
     this.fd = connectUnix(path, abstract);
     this.supportsUnixFd = negotiateUnixFd;
+    const [rd, wr] = makePipe();
     this.worker = new Worker(new URL("./reader-worker.ts", import.meta.url).href);
-    this.worker.onmessage = (ev: MessageEvent) => this.onWorker(ev.data);
-    this.worker.postMessage({ fd: this.fd });
+    this.worker.postMessage({ fd: this.fd, pipe: wr });
+    void this.pump(rd);
     queueMicrotask(() => this.emit("connect"));
   }
 
-  private onWorker(m: { data?: ArrayBuffer; fds?: number[]; eof?: boolean; error?: string }) {
-    if (m.data) {
-      const buf = Buffer.from(m.data);
-      this.chunks.push({ buf, fds: m.fds ?? [] });
-      this.buffered += buf.length;
-      this.emit("readable");
-      return;
+  /** Reads the worker's frames from the pipe: [u32 length][u32 nfds][i32 fds][bytes]. */
+  private async pump(rd: number) {
+    let pending = Buffer.alloc(0);
+    try {
+      for await (const piece of Bun.file(rd).stream()) {
+        pending = pending.length ? Buffer.concat([pending, piece]) : Buffer.from(piece);
+        for (;;) {
+          if (pending.length < 8) break;
+          const len = pending.readUInt32LE(0);
+          const nfds = pending.readUInt32LE(4);
+          const head = 8 + 4 * nfds;
+          if (pending.length < head + len) break;
+          const fds: number[] = [];
+          for (let i = 0; i < nfds; i++) fds.push(pending.readInt32LE(8 + 4 * i));
+          const buf = Buffer.from(pending.subarray(head, head + len));
+          pending = pending.subarray(head + len);
+          this.chunks.push({ buf, fds });
+          this.buffered += buf.length;
+        }
+        if (this.buffered) this.emit("readable");
+      }
+      this.finish();
+    } catch (e) {
+      this.finish(e as Error);
+    } finally {
+      libc.close(rd);
     }
-    this.finish(m.error ? new Error(m.error) : undefined);
   }
 
   private finish(err?: Error) {

@@ -21,6 +21,7 @@ export const libc = dlopen("libc.so.6", {
   recvmsg: { args: [i32, P, i32], returns: i64 },
   shutdown: { args: [i32, i32], returns: i32 },
   dup: { args: [i32], returns: i32 },
+  pipe2: { args: [P, i32], returns: i32 },
   getpid: { args: [], returns: i32 },
   getuid: { args: [], returns: u32 },
   memfd_create: { args: [P, u32], returns: i32 },
@@ -68,6 +69,19 @@ export const O_RDONLY = 0, O_WRONLY = 1, O_RDWR = 2, O_CREAT = 0o100, O_EXCL = 0
 
 export function openFile(path: string, flags: number, mode = 0o600): number {
   return check(`open(${path})`, () => libc.open(ptr(cstr(path)), flags, mode));
+}
+
+/** A pipe: [read end, write end]. */
+export function makePipe(flags = O_CLOEXEC): [number, number] {
+  const fds = new Int32Array(2);
+  check("pipe2", () => libc.pipe2(ptr(fds), flags));
+  return [fds[0]!, fds[1]!];
+}
+
+/** Writes all of data (blocking fd). */
+export function writeAll(fd: number, data: Uint8Array): void {
+  let off = 0;
+  while (off < data.length) off += writeFd(fd, data.subarray(off));
 }
 
 export function closeFd(fd: number): void {
