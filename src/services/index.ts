@@ -1,9 +1,11 @@
 // Every service the binary can host, by short name. Order is the start order.
 import type { ServiceModule } from "../core/service";
 import testautomation from "./testautomation/service";
+import intent from "./intent/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
   testautomation,
+  intent,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */

@@ -1,0 +1,117 @@
+// Launching a handler application with the intent in its launch parameters:
+// through the application manager on the bus, or, where there is none, by running
+// the descriptor's `main` directly (no shell) with the parameters as one JSON argument.
+import { isAbsolute, join } from "node:path";
+import type { Subprocess } from "bun";
+import type { BusClient } from "../../../bus/client";
+import type { Json } from "../../../core/errors";
+import type { Logger } from "../../../core/log";
+import type { HandlerEntry } from "../match";
+
+export interface Launcher {
+  /** Resolves when the application was launched; rejects with the reason it was not. */
+  launch(handler: HandlerEntry, params: Json): Promise<void>;
+  stop(): void;
+}
+
+export type LauncherKind = "auto" | "applicationmanager" | "exec";
+
+/** `<applicationManager>/launch` with `{id, params}` (plus `sessionId` for a session's handler). */
+export class AppManagerLauncher implements Launcher {
+  constructor(
+    private client: BusClient,
+    private busName: string,
+    private timeoutMs: number,
+  ) {}
+
+  async launch(handler: HandlerEntry, params: Json): Promise<void> {
+    const payload: Json = { id: handler.name, params };
+    if (handler.sessionId !== undefined) payload.sessionId = handler.sessionId;
+    const r = await this.client.call(this.busName, "launch", payload, { timeoutMs: this.timeoutMs });
+    if (r.returnValue !== true) throw new Error(`${this.busName} refused to launch ${handler.name}: ${String(r.errorText ?? r.errorCode ?? "no reason given")}`);
+  }
+
+  stop(): void {}
+}
+
+/**
+ * Runs `main` (relative to the app's directory) as `main '<params JSON>'` with
+ * DEVSERVICES_BUS set, so the app can call sendResult. Its output goes to the log.
+ */
+export class ExecLauncher implements Launcher {
+  private children = new Set<Subprocess>();
+
+  constructor(
+    private busAddress: string,
+    private log: Logger,
+  ) {}
+
+  async launch(handler: HandlerEntry, params: Json): Promise<void> {
+    if (!handler.main) throw new Error(`${handler.name} has no main in its descriptor`);
+    const main = isAbsolute(handler.main) ? handler.main : join(handler.dir, handler.main);
+    const env: Record<string, string> = { ...(process.env as Record<string, string>), DEVSERVICES_BUS: this.busAddress, DEVSERVICES_APP_ID: handler.name };
+    if (handler.sessionId !== undefined) env.DEVSERVICES_SESSION = handler.sessionId;
+    else delete env.DEVSERVICES_SESSION;
+    // Throws at once when main is missing or not executable.
+    const child = Bun.spawn([main, JSON.stringify(params)], { cwd: handler.dir, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    this.children.add(child);
+    const log = this.log.child({ app: handler.name, appPid: child.pid });
+    log.info({ main }, "application started");
+    this.forward(child.stdout, (line) => log.info({ stream: "stdout" }, line));
+    this.forward(child.stderr, (line) => log.warn({ stream: "stderr" }, line));
+    child.exited.then((code) => {
+      this.children.delete(child);
+      log.info({ exitCode: code, signal: child.signalCode ?? undefined }, "application exited");
+    });
+  }
+
+  private async forward(stream: ReadableStream<Uint8Array>, emit: (line: string) => void) {
+    const decoder = new TextDecoder();
+    let buf = "";
+    try {
+      for await (const chunk of stream) {
+        buf += decoder.decode(chunk, { stream: true });
+        let i;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          emit(buf.slice(0, i));
+          buf = buf.slice(i + 1);
+        }
+      }
+    } catch {
+      /* the pipe closed with the process */
+    }
+    if (buf) emit(buf);
+  }
+
+  /** The apps this service started go with it (as systemd's control-group kill would do). */
+  stop(): void {
+    for (const c of this.children) c.kill("SIGTERM");
+    this.children.clear();
+  }
+}
+
+/** The application manager when it is on the bus at launch time, else exec. */
+export class AutoLauncher implements Launcher {
+  constructor(
+    private client: BusClient,
+    private busName: string,
+    private appManager: AppManagerLauncher,
+    private exec: ExecLauncher,
+  ) {}
+
+  async launch(handler: HandlerEntry, params: Json): Promise<void> {
+    const reply = await this.client.callRaw({
+      destination: "org.freedesktop.DBus",
+      path: "/org/freedesktop/DBus",
+      interface: "org.freedesktop.DBus",
+      member: "NameHasOwner",
+      signature: "s",
+      body: [this.busName],
+    });
+    return reply.body[0] === true ? this.appManager.launch(handler, params) : this.exec.launch(handler, params);
+  }
+
+  stop(): void {
+    this.exec.stop();
+  }
+}

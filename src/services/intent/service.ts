@@ -1,0 +1,186 @@
+// Intent service (spec part 1): routes intents to handler applications, launches
+// them with the intent in their launch parameters, and routes their results back.
+// Matching order, sessions and the lifetime of an intent: docs/decisions/intent.md.
+import { dirname } from "node:path";
+import { z } from "zod";
+import { raise, type Json } from "../../core/errors";
+import { defineService, type Call, type Subscription } from "../../core/service";
+import { api, type IntentT } from "./schemas";
+import { E } from "./errors";
+import { matchIntent, ordered, type HandlerEntry } from "./match";
+import { HandlerRegistry, type AppSource } from "./backend/registry";
+import { AppManagerLauncher, AutoLauncher, ExecLauncher, type Launcher } from "./backend/launcher";
+
+/** serviceConfig.intent (docs/services/intent.md). */
+const Config = z.object({
+  applicationDirs: z.array(z.string()).optional(),
+  sessions: z.record(z.string(), z.array(z.string())).default({}),
+  launcher: z.enum(["auto", "applicationmanager", "exec"]).default("auto"),
+  applicationManager: z.string().default("com.vendor.service.applicationmanager"),
+  launchTimeoutMs: z.number().int().positive().default(10000),
+  intentLifetimeMs: z.number().int().positive().default(300000),
+  maxIntents: z.number().int().positive().default(1024),
+  reloadDelayMs: z.number().int().nonnegative().default(50),
+});
+
+export const DEFAULT_APPLICATION_DIR = "/usr/share/devservices/applications";
+
+/** A started intent: its handler and who wants its results. */
+interface RunningIntent {
+  id: number;
+  handler: HandlerEntry;
+  subscribers: Set<Subscription>;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+const hasKey = (v: unknown) => typeof v === "string" && v !== "";
+
+export default defineService({
+  spec: {
+    name: "intent",
+    busName: "com.vendor.service.intent",
+    description:
+      "Routes intents (an action on a uri or mime type, or a named handler) to handler applications declared by their appinfo.json intentFilters, launches the handler with the intent, and delivers the handler's results to subscribers.",
+    api,
+    badRequest: (_method, p) => {
+      const row = p.kind === "schema" && p.missing === "intentId" && p.path?.length === 1 ? E.intentIdRequired : E.invalidParameter;
+      return { errorText: row.text };
+    },
+    internalError: () => ({ errorText: E.startFailed.text }),
+  },
+
+  create(ctx) {
+    const parsed = Config.safeParse(ctx.config ?? {});
+    if (!parsed.success) throw new Error(`serviceConfig.intent is invalid: ${z.prettifyError(parsed.error)}`);
+    const cfg = parsed.data;
+    const sources: AppSource[] = (cfg.applicationDirs ?? [DEFAULT_APPLICATION_DIR, `${dirname(ctx.stateDir)}/applications`]).map((dir) => ({ dir }));
+    for (const [sessionId, dirs] of Object.entries(cfg.sessions)) for (const dir of dirs) sources.push({ dir, sessionId });
+    const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs, pollMs: 1000 });
+    registry.start();
+
+    const appManager = new AppManagerLauncher(ctx.client, cfg.applicationManager, cfg.launchTimeoutMs);
+    const exec = new ExecLauncher(ctx.busAddress, ctx.log.child({ component: "launcher" }));
+    const launcher: Launcher =
+      cfg.launcher === "exec" ? exec : cfg.launcher === "applicationmanager" ? appManager : new AutoLauncher(ctx.client, cfg.applicationManager, appManager, exec);
+
+    // Running intents, oldest activity first (a Map keeps insertion order; touch() re-inserts).
+    const intents = new Map<number, RunningIntent>();
+    let nextIntentId = 1;
+
+    const expire = (rec: RunningIntent, why: string) => {
+      if (intents.get(rec.id) !== rec) return;
+      intents.delete(rec.id);
+      clearTimeout(rec.timer);
+      for (const s of [...rec.subscribers]) s.end();
+      rec.subscribers.clear();
+      ctx.log.debug({ intentId: rec.id, handler: rec.handler.name, why }, "intent ended");
+    };
+
+    /** An intent lives intentLifetimeMs after its last activity (start, sendResult, subscribeResult). */
+    const touch = (rec: RunningIntent) => {
+      clearTimeout(rec.timer);
+      rec.timer = setTimeout(() => expire(rec, "lifetime over"), cfg.intentLifetimeMs);
+      rec.timer.unref?.();
+      intents.delete(rec.id);
+      intents.set(rec.id, rec);
+    };
+
+    const subscribe = (rec: RunningIntent, sub: Subscription) => {
+      rec.subscribers.add(sub);
+      sub.onEnd(() => rec.subscribers.delete(sub));
+    };
+
+    const runningIntent = (id: number): RunningIntent => intents.get(id) ?? raise(E.invalidParameter);
+
+    const sessionHandlers = (sessionId: string | undefined): HandlerEntry[] => {
+      if (sessionId === undefined) return registry.handlers;
+      if (!(sessionId in cfg.sessions)) raise(E.noSession);
+      return registry.handlers.filter((h) => h.sessionId === sessionId);
+    };
+
+    const handlerObject = (h: HandlerEntry): Json => {
+      const o: Json = { name: h.name };
+      if (h.sessionId !== undefined) o.sessionId = h.sessionId;
+      o.intentFilters = h.intentFilters;
+      return o;
+    };
+
+    const requireKeys = (intent: IntentT | undefined): IntentT => {
+      if (!intent || (!hasKey(intent.name) && !hasKey(intent.action))) raise(E.parseIntent);
+      return intent;
+    };
+
+    const instance = {
+      handlers: {
+        query(req: { intent?: IntentT; sessionId?: string }) {
+          const pool = sessionHandlers(req.sessionId);
+          const found = req.intent === undefined ? ordered(pool) : matchIntent(pool, requireKeys(req.intent));
+          return { returnValue: true, handlers: found.map(handlerObject) };
+        },
+
+        async start(req: { intent?: IntentT; sessionId?: string }, call: Call) {
+          const pool = sessionHandlers(req.sessionId);
+          const intent = requireKeys(req.intent);
+          const handler = matchIntent(pool, intent)[0] ?? raise(E.noHandler);
+          const id = nextIntentId++;
+          const rec: RunningIntent = { id, handler, subscribers: new Set(), timer: undefined as any };
+          if (intents.size >= cfg.maxIntents) expire(intents.values().next().value!, "too many running intents");
+          touch(rec);
+          // Subscribed before the launch: a quick handler's result waits for our first response.
+          if (call.subscription) subscribe(rec, call.subscription);
+          const params: Json = { intent: { ...intent, intentId: id } };
+          try {
+            await launcher.launch(handler, params);
+          } catch (e) {
+            ctx.log.error({ intentId: id, handler: handler.name, sessionId: handler.sessionId, err: (e as Error).message }, "handler launch failed");
+            expire(rec, "launch failed");
+            raise(E.startFailed);
+          }
+          ctx.log.info({ intentId: id, handler: handler.name, sessionId: handler.sessionId, action: intent.action, uri: intent.uri }, "intent started");
+          const res: Json = { returnValue: true, intentId: id };
+          if (call.subscription) res.subscribed = true;
+          return res;
+        },
+
+        sendResult(req: { intentId: number; result?: string; intent?: IntentT }) {
+          const rec = runningIntent(req.intentId);
+          const message: Json = { returnValue: true, subscribed: true, intentId: rec.id };
+          if (req.result !== undefined) message.result = req.result;
+          if (req.intent !== undefined) message.intent = req.intent;
+          message.from = rec.handler.name;
+          for (const s of rec.subscribers) s.push(message);
+          touch(rec);
+          return { returnValue: true, intentId: rec.id };
+        },
+
+        subscribeResult(req: { intentId: number }, call: Call) {
+          const rec = runningIntent(req.intentId);
+          touch(rec);
+          if (!call.subscription) return { returnValue: true, subscribed: false, intentId: rec.id };
+          subscribe(rec, call.subscription);
+          return { returnValue: true, subscribed: true, intentId: rec.id };
+        },
+      },
+
+      // Result subscriptions end with their caller's connection (their onEnd drops
+      // them from the intent); an intent itself belongs to no client and ends with
+      // its lifetime, so nothing else is held per client.
+      clientGone() {},
+
+      stop() {
+        registry.stop();
+        launcher.stop();
+        for (const rec of [...intents.values()]) expire(rec, "service stopping");
+      },
+
+      /** Counts for tests and diagnostics. */
+      inspect() {
+        let subscribers = 0;
+        for (const r of intents.values()) subscribers += r.subscribers.size;
+        return { intents: intents.size, subscribers, handlers: registry.handlers.length, generation: registry.generation };
+      },
+      registry,
+    };
+    return instance;
+  },
+});
