@@ -1,0 +1,116 @@
+// The shipped binary (dist/devservices, built by the test command) as users run it:
+// serve, call (luna-send style), describe, demo, --help.
+import { test, expect, beforeAll, afterAll } from "bun:test";
+import { spawn } from "bun";
+import { testEnv, BINARY, eventually, type Env } from "../helpers/harness";
+
+let env: Env;
+let server: ReturnType<typeof spawn>;
+const run = async (...args: string[]) => {
+  const p = spawn([BINARY, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, DEVSERVICES_BUS: env.bus.address } });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { stdout, stderr, code };
+};
+
+beforeAll(async () => {
+  env = await testEnv();
+  server = spawn([BINARY, "serve", "--bus", env.bus.address, "--state-dir", env.stateDir, "--log-level", "warn", "--check-responses", "testautomation"], {
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  await eventually(async () => (await run("call", "com.vendor.service.testautomation/ping", "{}")).code === 0, 10000, 100);
+});
+afterAll(async () => {
+  server.kill("SIGTERM");
+  await server.exited;
+  await env.stop();
+});
+
+test("call prints exactly one JSON line on stdout", async () => {
+  const r = await run("call", "luna://com.vendor.service.testautomation/ping", '{"Message":"hi"}');
+  expect(r.code).toBe(0);
+  expect(r.stdout).toBe('{"Message":"hi"}\n');
+});
+
+test("call -f pretty-prints", async () => {
+  const r = await run("call", "-f", "com.vendor.service.testautomation/version");
+  expect(r.stdout).toMatch(/^\{\n  "returnValue": true,\n  "version": "/);
+});
+
+test("call -n COUNT waits for COUNT messages of a subscription", async () => {
+  const p = spawn([BINARY, "call", "-n", "3", "com.vendor.service.testautomation/subscribeToEvents", '{"subscribe":true}'], {
+    stdout: "pipe",
+    env: { ...process.env, DEVSERVICES_BUS: env.bus.address },
+  });
+  const c = await env.client();
+  const sub = await c.subscribe("testautomation", "subscribeToCommands", { appInfo: { id: "a" }, name: "n", scene: "s", type: "t" }, () => {});
+  const stageId = sub.first.stageId;
+  // Give the CLI time to subscribe, then send two events.
+  await Bun.sleep(300);
+  await c.call("testautomation", "notifyEvent", { stageId, type: "one" });
+  await c.call("testautomation", "notifyEvent", { stageId, type: "two" });
+  const out = await new Response(p.stdout).text();
+  expect(await p.exited).toBe(0);
+  const lines = out.trim().split("\n").map((l) => JSON.parse(l));
+  expect(lines).toEqual([
+    { returnValue: true, subscribed: true },
+    { returnValue: true, stageId, type: "one" },
+    { returnValue: true, stageId, type: "two" },
+  ]);
+  await sub.cancel();
+});
+
+test("a spec error is a JSON answer, exit 0; a missing service is exit 1 with stderr", async () => {
+  const r = await run("call", "com.vendor.service.testautomation/handleRequest", "{}");
+  expect(r.code).toBe(0);
+  expect(JSON.parse(r.stdout)).toEqual({ returnValue: false, errorCode: -1, errorText: "Parameter is missing: command" });
+  const m = await run("call", "-w", "2000", "com.vendor.service.nothere/ping", "{}");
+  expect(m.code).toBe(1);
+  expect(m.stdout).toBe("");
+  expect(m.stderr).toContain("com.vendor.service.nothere");
+});
+
+test("malformed JSON is passed to the service, which answers with its error", async () => {
+  const r = await run("call", "com.vendor.service.testautomation/replyToCommand", "{oops");
+  expect(JSON.parse(r.stdout)).toEqual({ returnValue: false, errorCode: 4, errorText: "Invalid JSON message" });
+});
+
+test("usage errors exit 2", async () => {
+  expect((await run("call")).code).toBe(2);
+  expect((await run("frobnicate")).code).toBe(2);
+  expect((await run("call", "-n", "zero", "a.b/c")).code).toBe(2);
+});
+
+test("--help documents every command", async () => {
+  const r = await run("--help");
+  for (const w of ["serve", "call", "describe", "demo", "-n COUNT", "--board", "--state-dir", "DEVSERVICES_BUS"]) expect(r.stdout).toContain(w);
+});
+
+test("describe prints each method with its JSON Schemas", async () => {
+  const r = await run("describe", "testautomation", "--json");
+  const d = JSON.parse(r.stdout);
+  expect(d.busName).toBe("com.vendor.service.testautomation");
+  expect(d.methods.map((m: any) => m.method).sort()).toEqual(
+    ["broadcastCommand", "handleRequest", "notifyEvent", "ping", "replyToCommand", "subscribeToCommands", "subscribeToEvents", "version"],
+  );
+  const sub = d.methods.find((m: any) => m.method === "subscribeToCommands");
+  expect(sub.request.required).toEqual(expect.arrayContaining(["subscribe", "appInfo", "name", "scene", "type"]));
+  const list = await run("describe");
+  expect(list.stdout).toContain("com.vendor.service.testautomation");
+});
+
+test("demo starts a private bus with the board's services and prints how to reach them", async () => {
+  const p = spawn([BINARY, "demo"], { stdout: "pipe", stderr: "inherit" });
+  const reader = p.stdout.getReader();
+  let text = "";
+  while (!text.includes("Ctrl-C")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  const address = text.match(/DEVSERVICES_BUS='([^']+)'/)![1]!;
+  const c = spawn([BINARY, "call", "--bus", address, "com.vendor.service.testautomation/ping", '{"Message":"demo"}'], { stdout: "pipe" });
+  expect(await new Response(c.stdout).text()).toBe('{"Message":"demo"}\n');
+  p.kill("SIGINT");
+  expect(await p.exited).toBe(0);
+});
