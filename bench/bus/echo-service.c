@@ -1,0 +1,41 @@
+/* The reference: a trivial sd-bus service whose `ping` echoes its string argument,
+ * the same method shape devservices serves (one JSON string in, one out). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <systemd/sd-bus.h>
+
+static int ping(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+  const char *s;
+  int r = sd_bus_message_read(m, "s", &s);
+  if (r < 0) return r;
+  return sd_bus_reply_method_return(m, "s", s);
+}
+
+static const sd_bus_vtable vtable[] = {
+  SD_BUS_VTABLE_START(0),
+  SD_BUS_METHOD("ping", "s", "s", ping, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_VTABLE_END
+};
+
+int main(int argc, char **argv) {
+  if (argc != 2) { fprintf(stderr, "usage: %s ADDRESS\n", argv[0]); return 2; }
+  sd_bus *bus = NULL;
+  sd_bus_slot *slot = NULL;
+  int r;
+  if ((r = sd_bus_new(&bus)) < 0 || (r = sd_bus_set_address(bus, argv[1])) < 0 ||
+      (r = sd_bus_set_bus_client(bus, 1)) < 0 || (r = sd_bus_start(bus)) < 0) {
+    fprintf(stderr, "connect: %d\n", r); return 1;
+  }
+  if ((r = sd_bus_add_object_vtable(bus, &slot, "/com/vendor/bench/echo", "com.vendor.bench.echo", vtable, NULL)) < 0 ||
+      (r = sd_bus_request_name(bus, "com.vendor.bench.echo", 0)) < 0) {
+    fprintf(stderr, "export: %d\n", r); return 1;
+  }
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) {
+    r = sd_bus_process(bus, NULL);
+    if (r < 0) return 1;
+    if (r > 0) continue;
+    if (sd_bus_wait(bus, (uint64_t)-1) < 0) return 1;
+  }
+}
