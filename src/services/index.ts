@@ -2,10 +2,12 @@
 import type { ServiceModule } from "../core/service";
 import testautomation from "./testautomation/service";
 import intent from "./intent/service";
+import power2 from "./power/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
   testautomation,
   intent,
+  power2,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */

@@ -1,0 +1,54 @@
+// Chooses the power backend once, at start (docs/services/power.md, `backend`):
+// the virtual board gets the virtual one; a real board gets logind when logind owns
+// its name on the logind bus, else the reboot(2) system call.
+import { BusClient } from "../../../bus/client";
+import { resolveBusAddress } from "../../../bus/connection";
+import type { Logger } from "../../../core/log";
+import { LogindBackend, logindPresent } from "./logind";
+import { SyscallBackend } from "./syscall";
+import { VirtualBackend } from "./virtual";
+import type { PowerBackend } from "./types";
+
+export type BackendChoice = "auto" | "logind" | "syscall" | "virtual";
+
+export interface BackendOptions {
+  choice: BackendChoice;
+  boardBackend: "linux" | "virtual";
+  /** The service's own bus connection. */
+  client: BusClient;
+  busAddress: string;
+  /** Where logind is looked for: an address, `system`, or unset for the service's own bus. */
+  logindBus?: string;
+  log: Logger;
+}
+
+export async function openBackend(o: BackendOptions): Promise<PowerBackend> {
+  const choice = o.choice === "auto" && o.boardBackend === "virtual" ? "virtual" : o.choice;
+  if (choice === "virtual") return new VirtualBackend(o.log);
+  if (choice === "syscall") return new SyscallBackend();
+  let client = o.client;
+  let own = false;
+  const address = o.logindBus === undefined ? o.busAddress : resolveBusAddress(o.logindBus);
+  if (address !== o.busAddress) {
+    try {
+      client = await BusClient.connect(address, { negotiateUnixFd: true });
+      own = true;
+    } catch (e) {
+      if (choice === "logind") throw new Error(`cannot reach the logind bus ${address}: ${(e as Error).message}`);
+      o.log.warn({ bus: address, err: e }, "logind bus unreachable; using the reboot system call");
+      return new SyscallBackend();
+    }
+  }
+  const present = await logindPresent(client).catch((e) => {
+    o.log.warn({ err: e }, "cannot ask the bus for logind");
+    return false;
+  });
+  if (present || choice === "logind") {
+    if (!present) o.log.warn({ bus: address }, "logind is not on the bus yet; its calls will fail until it is");
+    return new LogindBackend(client, o.log, own ? () => client.close() : undefined);
+  }
+  if (own) client.close();
+  return new SyscallBackend();
+}
+
+export type { PowerBackend };

@@ -1,0 +1,58 @@
+// systemd-logind (org.freedesktop.login1.Manager): PowerOff/Reboot, and an Inhibit
+// lock held while wake locks exist. The inhibitor is the fd logind returns; it is
+// released by closing it.
+import type { BusClient } from "../../../bus/client";
+import { libc } from "../../../ffi/libc";
+import type { Logger } from "../../../core/log";
+import type { PowerBackend } from "./types";
+
+export const LOGIND_NAME = "org.freedesktop.login1";
+const MANAGER = { destination: LOGIND_NAME, path: "/org/freedesktop/login1", interface: "org.freedesktop.login1.Manager" };
+/** What a wake lock keeps from happening: the device stays on. */
+export const INHIBIT_WHAT = "shutdown:sleep:idle";
+const WHO = "devservices power2";
+
+/** True when logind owns its name on the bus the client is connected to. */
+export async function logindPresent(client: BusClient): Promise<boolean> {
+  const reply = await client.callRaw(
+    { destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameHasOwner", signature: "s", body: [LOGIND_NAME] },
+    { timeoutMs: 5000 },
+  );
+  return reply.body[0] === true;
+}
+
+export class LogindBackend implements PowerBackend {
+  readonly kind = "logind";
+  constructor(
+    private client: BusClient,
+    private log: Logger,
+    private onClose?: () => void,
+  ) {}
+
+  async powerOff() {
+    // interactive=false: the service is the authority here, no polkit prompt.
+    await this.client.callRaw({ ...MANAGER, member: "PowerOff", signature: "b", body: [false] });
+  }
+
+  async reboot() {
+    await this.client.callRaw({ ...MANAGER, member: "Reboot", signature: "b", body: [false] });
+  }
+
+  async inhibit(why: string): Promise<() => void> {
+    const reply = await this.client.callRaw({ ...MANAGER, member: "Inhibit", signature: "ssss", body: [INHIBIT_WHAT, WHO, why, "block"] });
+    const fd = reply.body[0];
+    if (reply.signature !== "h" || typeof fd !== "number" || fd < 0) throw new Error(`logind Inhibit answered '${reply.signature}' without a file descriptor`);
+    this.log.info({ fd, what: INHIBIT_WHAT }, "logind inhibitor taken");
+    let open = true;
+    return () => {
+      if (!open) return;
+      open = false;
+      libc.close(fd);
+      this.log.info({ fd }, "logind inhibitor released");
+    };
+  }
+
+  close() {
+    this.onClose?.();
+  }
+}
