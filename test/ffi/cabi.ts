@@ -40,7 +40,7 @@ export function probe(opts: {
   try {
     const src = join(dir, "probe.c"), exe = join(dir, "probe");
     writeFileSync(src, lines.join("\n") + "\n");
-    const cc = Bun.spawnSync(["gcc", "-w", ...(opts.includeDirs ?? []).map((d) => `-I${d}`), "-o", exe, src]);
+    const cc = Bun.spawnSync(["gcc", "-w", "-D__user=", ...(opts.includeDirs ?? []).flatMap((d) => ["-idirafter", d]), "-o", exe, src]);
     if (cc.exitCode !== 0) throw new Error(`gcc failed:\n${cc.stderr.toString()}`);
     const run = Bun.spawnSync([exe]);
     const out: CAbi = { sizes: {}, offsets: {}, values: {} };
