@@ -17,6 +17,8 @@ export const libc = dlopen("libc.so.6", {
   socket: { args: [i32, i32, i32], returns: i32 },
   socketpair: { args: [i32, i32, i32, P], returns: i32 },
   connect: { args: [i32, P, u32], returns: i32 },
+  bind: { args: [i32, P, u32], returns: i32 },
+  setsockopt: { args: [i32, i32, i32, P, u32], returns: i32 },
   sendmsg: { args: [i32, P, i32], returns: i64 },
   recvmsg: { args: [i32, P, i32], returns: i64 },
   shutdown: { args: [i32, i32], returns: i32 },
