@@ -3,11 +3,13 @@ import type { ServiceModule } from "../core/service";
 import testautomation from "./testautomation/service";
 import intent from "./intent/service";
 import power2 from "./power/service";
+import filecache from "./filecache/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
   testautomation,
   intent,
   power2,
+  filecache,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */

@@ -1,0 +1,151 @@
+// The cache's files on the local filesystem: creating an object's file (or
+// directory, for dirType types) for its writer, measuring, removing and copying
+// them, and the caller's write permission on a copy destination.
+import {
+  chownSync,
+  closeSync,
+  constants,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  type Stats,
+} from "node:fs";
+import { copyFile, cp, rm, chown } from "node:fs/promises";
+import { join } from "node:path";
+import type { Caller } from "../../../core/service";
+
+export interface Identity {
+  uid: number;
+  gid: number;
+  groups: number[];
+}
+
+/** uid, gid and supplementary groups of a caller's process (null when unknown). */
+export function identityOf(caller: Caller): Identity | null {
+  if (caller.pid <= 0) return caller.uid >= 0 ? { uid: caller.uid, gid: -1, groups: [] } : null;
+  try {
+    const status = readFileSync(`/proc/${caller.pid}/status`, "utf8");
+    const field = (name: string) => (status.match(new RegExp(`^${name}:\\s*(.*)$`, "m"))?.[1] ?? "").trim();
+    const gid = Number(field("Gid").split(/\s+/)[1] ?? -1); // effective gid
+    const groups = field("Groups").split(/\s+/).filter(Boolean).map(Number);
+    return { uid: caller.uid, gid, groups };
+  } catch {
+    return caller.uid >= 0 ? { uid: caller.uid, gid: -1, groups: [] } : null;
+  }
+}
+
+const runningAsRoot = process.getuid?.() === 0;
+
+/** Hands a new file or directory to its writer (only possible when we are root). */
+function giveTo(path: string, who: Identity | null) {
+  if (!runningAsRoot || !who || who.uid <= 0) return;
+  try {
+    chownSync(path, who.uid, who.gid >= 0 ? who.gid : -1);
+  } catch {
+    /* the caller then writes through the group/other bits, as without root */
+  }
+}
+
+export function ensureDir(path: string) {
+  mkdirSync(path, { recursive: true, mode: 0o755 });
+}
+
+/** Creates an object's empty file (or directory); fails if the name exists. */
+export function createObject(path: string, dirType: boolean, owner: Identity | null) {
+  if (dirType) mkdirSync(path, { mode: 0o755 });
+  else closeSync(openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o644));
+  giveTo(path, owner);
+}
+
+/** Bytes an object holds: a file's size, or the sum of the regular files in a directory tree. */
+export function measure(path: string, dirType: boolean): number | null {
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return null;
+  }
+  if (!dirType || !st.isDirectory()) return st.isFile() ? st.size : dirType ? null : st.size;
+  let total = 0;
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) total += lstatSync(p).size;
+    }
+  };
+  try {
+    walk(path);
+  } catch {
+    /* entries vanishing while we walk: count what is there */
+  }
+  return total;
+}
+
+export function removePath(path: string) {
+  rmSync(path, { recursive: true, force: true });
+}
+
+export function exists(path: string): boolean {
+  return existsSync(path);
+}
+
+export function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+export function listDir(path: string): string[] {
+  try {
+    return readdirSync(path);
+  } catch {
+    return [];
+  }
+}
+
+/** May this identity create entries in dir (write and search permission)? */
+export function canWrite(dir: string, who: Identity | null): boolean {
+  if (!who) return false;
+  let st: Stats;
+  try {
+    st = statSync(dir);
+  } catch {
+    return false;
+  }
+  if (who.uid === 0) return true;
+  const need = 0o3; // write + execute
+  if (st.uid === who.uid) return ((st.mode >> 6) & need) === need;
+  if (st.gid === who.gid || who.groups.includes(st.gid)) return ((st.mode >> 3) & need) === need;
+  return (st.mode & need) === need;
+}
+
+/**
+ * Copies src to target without replacing anything there; resolves false when the
+ * target name is taken. The copy belongs to the caller.
+ */
+export async function copyNew(src: string, target: string, dirType: boolean, owner: Identity | null): Promise<boolean> {
+  try {
+    if (dirType) {
+      if (existsSync(target)) return false;
+      await cp(src, target, { recursive: true, errorOnExist: true, force: false });
+    } else {
+      await copyFile(src, target, constants.COPYFILE_EXCL);
+    }
+  } catch (e: any) {
+    if (e?.code === "EEXIST" || e?.code === "ERR_FS_CP_EEXIST") return false;
+    await rm(target, { recursive: true, force: true }).catch(() => {});
+    throw e;
+  }
+  if (runningAsRoot && owner && owner.uid > 0) {
+    await chown(target, owner.uid, owner.gid >= 0 ? owner.gid : -1).catch(() => {});
+  }
+  return true;
+}

@@ -1,0 +1,175 @@
+// The metadata store: SQLite (bun:sqlite) in WAL mode. Every change of the cache is
+// one transaction, so a SIGKILL leaves either the state before it or after it;
+// files on disk are reconciled against these rows at start (cache.ts).
+// Why SQLite: docs/decisions/filecache.md, "Metadata store".
+import { Database, type Statement } from "bun:sqlite";
+
+export interface TypeRow {
+  name: string;
+  lo: number;
+  hi: number;
+  size: number;
+  cost: number;
+  lifetime: number;
+  dirType: number;
+}
+
+export interface ObjectRow {
+  id: number;
+  type: string;
+  fileName: string;
+  ext: string;
+  size: number;
+  cost: number;
+  lifetime: number;
+  lastUsed: number;
+  /** 1 while its inserting subscription is open (the write has not completed). */
+  writing: number;
+  /** 1 when expiry was deferred: removed once no subscription remains. */
+  doomed: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS types (
+  name TEXT PRIMARY KEY, lo INTEGER NOT NULL, hi INTEGER NOT NULL, size INTEGER NOT NULL,
+  cost INTEGER NOT NULL, lifetime INTEGER NOT NULL, dirType INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS objects (
+  id INTEGER PRIMARY KEY, type TEXT NOT NULL, fileName TEXT NOT NULL, ext TEXT NOT NULL,
+  size INTEGER NOT NULL, cost INTEGER NOT NULL, lifetime INTEGER NOT NULL, lastUsed INTEGER NOT NULL,
+  writing INTEGER NOT NULL DEFAULT 0, doomed INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS objects_by_type ON objects(type);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+`;
+
+export class MetadataStore {
+  private db: Database;
+  private depth = 0;
+  private s: {
+    putType: Statement;
+    deleteType: Statement;
+    deleteTypeObjects: Statement;
+    insertObject: Statement;
+    deleteObject: Statement;
+    setSize: Statement;
+    setLastUsed: Statement;
+    setDoomed: Statement;
+    finishWrite: Statement;
+    setLastId: Statement;
+  };
+
+  constructor(readonly file: string) {
+    this.db = new Database(file, { create: true, strict: true });
+    // WAL: a commit is one append, readers never block, and a killed process loses
+    // nothing committed. NORMAL sync: a power cut may lose the last commits, never
+    // consistency; start-up reconciliation covers both.
+    this.db.exec("PRAGMA journal_mode = WAL");
+    this.db.exec("PRAGMA synchronous = NORMAL");
+    this.db.exec("PRAGMA busy_timeout = 5000");
+    this.db.exec(SCHEMA);
+    const q = (sql: string) => this.db.prepare(sql);
+    this.s = {
+      putType: q(
+        "INSERT OR REPLACE INTO types (name, lo, hi, size, cost, lifetime, dirType) VALUES ($name, $lo, $hi, $size, $cost, $lifetime, $dirType)",
+      ),
+      deleteType: q("DELETE FROM types WHERE name = ?"),
+      deleteTypeObjects: q("DELETE FROM objects WHERE type = ?"),
+      insertObject: q(
+        "INSERT INTO objects (id, type, fileName, ext, size, cost, lifetime, lastUsed, writing, doomed) VALUES ($id, $type, $fileName, $ext, $size, $cost, $lifetime, $lastUsed, $writing, $doomed)",
+      ),
+      deleteObject: q("DELETE FROM objects WHERE id = ?"),
+      setSize: q("UPDATE objects SET size = ? WHERE id = ?"),
+      setLastUsed: q("UPDATE objects SET lastUsed = ? WHERE id = ?"),
+      setDoomed: q("UPDATE objects SET doomed = 1 WHERE id = ?"),
+      finishWrite: q("UPDATE objects SET writing = 0, size = ? WHERE id = ?"),
+      setLastId: q("INSERT OR REPLACE INTO meta (key, value) VALUES ('lastId', ?)"),
+    };
+  }
+
+  /** Runs fn in one transaction (nested calls join the outer one). */
+  transaction<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    this.depth++;
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      const r = fn();
+      this.db.exec("COMMIT");
+      return r;
+    } catch (e) {
+      this.db.exec("ROLLBACK");
+      throw e;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  /** Commits what fn did even when it throws (evictions already made stay made). */
+  transactionKeeping<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    this.depth++;
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      return fn();
+    } finally {
+      this.db.exec("COMMIT");
+      this.depth--;
+    }
+  }
+
+  types(): TypeRow[] {
+    return this.db.query("SELECT * FROM types ORDER BY name").all() as TypeRow[];
+  }
+
+  objects(): ObjectRow[] {
+    return this.db.query("SELECT * FROM objects ORDER BY id").all() as ObjectRow[];
+  }
+
+  lastId(): number {
+    const m = this.db.query("SELECT value FROM meta WHERE key = 'lastId'").get() as { value: number } | null;
+    const o = this.db.query("SELECT max(id) AS id FROM objects").get() as { id: number | null };
+    return Math.max(m?.value ?? 0, o.id ?? 0);
+  }
+
+  putType(t: TypeRow) {
+    this.s.putType.run(t as any);
+  }
+
+  deleteType(name: string) {
+    this.transaction(() => {
+      this.s.deleteTypeObjects.run(name);
+      this.s.deleteType.run(name);
+    });
+  }
+
+  insertObject(o: ObjectRow) {
+    this.transaction(() => {
+      this.s.insertObject.run(o as any);
+      this.s.setLastId.run(o.id);
+    });
+  }
+
+  deleteObject(id: number) {
+    this.s.deleteObject.run(id);
+  }
+
+  setSize(id: number, size: number) {
+    this.s.setSize.run(size, id);
+  }
+
+  setLastUsed(id: number, lastUsed: number) {
+    this.s.setLastUsed.run(lastUsed, id);
+  }
+
+  setDoomed(id: number) {
+    this.s.setDoomed.run(id);
+  }
+
+  finishWrite(id: number, size: number) {
+    this.s.finishWrite.run(size, id);
+  }
+
+  close() {
+    this.db.close();
+  }
+}

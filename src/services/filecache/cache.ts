@@ -1,0 +1,669 @@
+// The file cache: types, objects, space accounting and eviction, kept in memory
+// and written through to the metadata store (backend/store.ts) one transaction per
+// change. Spec part 2, file cache: resources, object states, limits.
+// Choices where the spec is silent: docs/decisions/filecache.md.
+import { basename, dirname, isAbsolute, join, relative, resolve, extname } from "node:path";
+import { fail } from "../../core/errors";
+import type { Logger } from "../../core/log";
+import { E, type Row } from "./errors";
+import { BLOCK, type FileCacheConfig } from "./config";
+import { IndexedHeap } from "./heap";
+import { MetadataStore, type ObjectRow } from "./backend/store";
+import * as files from "./backend/files";
+import type { Identity } from "./backend/files";
+
+export const API_VERSION = "1.0";
+export const MAX_TYPE_NAME = 64;
+/** Collision names tried by CopyCacheObject: base-(1).ext up to base-(MAX_COPY_SUFFIX).ext. */
+export const MAX_COPY_SUFFIX = 999;
+
+const raise = (r: Row, extra: Record<string, unknown> = {}): never => fail(r.code, r.text, extra);
+
+/** Bytes padded up to whole 4096-byte blocks: how watermarks are reported and space is counted. */
+export const pad = (n: number) => Math.ceil(n / BLOCK) * BLOCK;
+
+export interface CacheType {
+  name: string;
+  lo: number;
+  hi: number;
+  size: number;
+  cost: number;
+  lifetime: number;
+  dirType: boolean;
+  dir: string;
+  /** Bytes (whole blocks) charged to its objects. */
+  used: number;
+  /** Bytes charged to objects that are subscribed (not evictable). */
+  pinned: number;
+  /** Objects with at least one active subscription. */
+  held: number;
+  objects: Set<CacheObject>;
+  /** Evictable objects in eviction order: lifetime passed first, then cost, then least recently used. */
+  order: IndexedHeap<CacheObject>;
+  /** Evictable objects whose lifetime has not passed yet, by the time it does. */
+  ripening: IndexedHeap<CacheObject>;
+}
+
+export interface CacheObject {
+  id: number;
+  type: CacheType;
+  fileName: string;
+  ext: string;
+  path: string;
+  /** Recorded size in bytes. */
+  size: number;
+  /** size padded to blocks: what it counts against the watermarks. */
+  charge: number;
+  cost: number;
+  lifetime: number;
+  lastUsed: number;
+  expiresAt: number;
+  ripe: boolean;
+  /** Its inserting subscription is open: the caller is still writing. */
+  writing: boolean;
+  /** Expiry was deferred (-198): removed when the last subscription ends. */
+  doomed: boolean;
+  /** Active subscriptions (the writer's and SubscribeCacheObject's). */
+  subs: number;
+  removed: boolean;
+}
+
+const evictsBefore = (a: CacheObject, b: CacheObject) => {
+  if (a.ripe !== b.ripe) return a.ripe;
+  if (a.cost !== b.cost) return a.cost < b.cost;
+  if (a.lastUsed !== b.lastUsed) return a.lastUsed < b.lastUsed;
+  return a.id < b.id;
+};
+const ripensBefore = (a: CacheObject, b: CacheObject) => a.expiresAt < b.expiresAt || (a.expiresAt === b.expiresAt && a.id < b.id);
+
+/** The extension kept in pathName: the last one of fileName, when it is a plain one. */
+export function extensionOf(fileName: string): string {
+  const ext = extname(basename(fileName));
+  return /^\.[A-Za-z0-9_+-]{1,32}$/.test(ext) ? ext : "";
+}
+
+const objectName = (id: number, ext: string) => id.toString(16).padStart(8, "0") + ext;
+const OBJECT_NAME = /^([0-9a-f]{8,})((?:\.[A-Za-z0-9_+-]{1,32})?)$/;
+
+export interface TypeDefinition {
+  typeName: string;
+  loWatermark: number;
+  hiWatermark: number;
+  size?: number;
+  cost?: number;
+  lifetime?: number;
+  dirType?: boolean;
+}
+
+export interface InsertRequest {
+  typeName: string;
+  fileName: string;
+  size?: number;
+  cost?: number;
+  lifetime?: number;
+}
+
+export class FileCache {
+  readonly types = new Map<string, CacheType>();
+  readonly objects = new Map<number, CacheObject>();
+  readonly total: number;
+  /** Bytes charged to all objects. */
+  usedTotal = 0;
+  /** Sum over types of max(used, lo): space taken or guaranteed. */
+  private reservedTotal = 0;
+  /** Sum of the low watermarks. */
+  private loTotal = 0;
+  private lastId = 0;
+  private unlinkAfterCommit: string[] = [];
+  private readonly cacheDir: string;
+
+  private constructor(
+    readonly cfg: FileCacheConfig,
+    private readonly store: MetadataStore,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.total = cfg.totalCacheSpace;
+    this.cacheDir = resolve(cfg.cacheDirectory);
+  }
+
+  /** Opens the store and reconciles it with the files on disk. */
+  static open(cfg: FileCacheConfig, log: Logger, now: () => number = Date.now): FileCache {
+    files.ensureDir(cfg.cacheDirectory);
+    files.ensureDir(dirname(cfg.metadataFile));
+    const cache = new FileCache(cfg, new MetadataStore(cfg.metadataFile), log, now);
+    cache.reconcile();
+    return cache;
+  }
+
+  close() {
+    this.store.close();
+  }
+
+  // ---- changes: one transaction each; files of removed objects go after the commit
+
+  private change<T>(fn: () => T): T {
+    try {
+      return this.store.transactionKeeping(fn);
+    } finally {
+      for (const p of this.unlinkAfterCommit.splice(0)) {
+        try {
+          files.removePath(p);
+        } catch (e) {
+          // Left behind: start-up reconciliation removes it as an orphan.
+          this.log.warn({ err: e, path: p }, "cannot remove a file of a removed object");
+        }
+      }
+    }
+  }
+
+  // ---- accounting -----------------------------------------------------------
+
+  private addUsed(t: CacheType, delta: number) {
+    this.reservedTotal -= Math.max(t.used, t.lo);
+    t.used += delta;
+    this.usedTotal += delta;
+    this.reservedTotal += Math.max(t.used, t.lo);
+  }
+
+  private setLo(t: CacheType, lo: number) {
+    this.reservedTotal -= Math.max(t.used, t.lo);
+    this.loTotal += lo - t.lo;
+    t.lo = lo;
+    this.reservedTotal += Math.max(t.used, t.lo);
+  }
+
+  /** Space type t may still fill: what no other type uses or is guaranteed. */
+  private availableTo(t: CacheType): number {
+    return this.total - (this.reservedTotal - Math.max(t.used, t.lo)) - t.used;
+  }
+
+  private setSize(o: CacheObject, size: number) {
+    const charge = pad(size);
+    const delta = charge - o.charge;
+    this.addUsed(o.type, delta);
+    if (o.subs > 0) o.type.pinned += delta;
+    o.size = size;
+    o.charge = charge;
+  }
+
+  // ---- eviction index ---------------------------------------------------------
+
+  private index(o: CacheObject) {
+    if (o.subs > 0 || o.removed) return;
+    const t = o.type;
+    o.ripe = o.expiresAt <= this.now();
+    if (o.ripe) t.ripening.remove(o);
+    else t.ripening.push(o);
+    t.order.push(o);
+  }
+
+  private unindex(o: CacheObject) {
+    o.type.order.remove(o);
+    o.type.ripening.remove(o);
+  }
+
+  /** The type's next object to evict (lifetimes that passed are applied first). */
+  private candidate(t: CacheType): CacheObject | undefined {
+    const now = this.now();
+    for (let o = t.ripening.peek(); o && o.expiresAt <= now; o = t.ripening.peek()) {
+      t.ripening.pop();
+      o.ripe = true;
+      t.order.update(o);
+    }
+    return t.order.peek();
+  }
+
+  private hold(o: CacheObject) {
+    if (o.subs++ === 0) {
+      this.unindex(o);
+      o.type.pinned += o.charge;
+      o.type.held++;
+    }
+  }
+
+  private unhold(o: CacheObject) {
+    if (o.removed || o.subs === 0) return;
+    if (--o.subs > 0) return;
+    o.type.pinned -= o.charge;
+    o.type.held--;
+    if (o.doomed) this.removeObject(o, "expiry deferred until the last subscription ended");
+    else this.index(o);
+  }
+
+  private removeObject(o: CacheObject, why: string) {
+    if (o.removed) return;
+    o.removed = true;
+    const t = o.type;
+    this.unindex(o);
+    if (o.subs > 0) {
+      t.pinned -= o.charge;
+      t.held--;
+    }
+    this.addUsed(t, -o.charge);
+    t.objects.delete(o);
+    this.objects.delete(o.id);
+    this.store.deleteObject(o.id);
+    this.unlinkAfterCommit.push(o.path);
+    this.log.debug({ path: o.path, type: t.name, size: o.size, why }, "cache object removed");
+  }
+
+  /**
+   * Makes `need` more bytes available to type t: first within its own high
+   * watermark, then in the cache, taking objects of other types only while they
+   * stay at or above their low watermark. Objects in the way are removed in
+   * eviction order; subscribed objects never. False when it cannot be done.
+   */
+  private makeRoom(t: CacheType, need: number, keep?: CacheObject): boolean {
+    if (need <= 0) return true;
+    const kept = keep && keep.subs === 0 ? keep.charge : 0;
+    // Refuse at once what no eviction could give.
+    if (t.pinned + kept + need > t.hi) return false;
+    let floor = t.pinned + kept;
+    for (const u of this.types.values()) if (u !== t) floor += Math.max(u.lo, u.pinned);
+    if (floor + need > this.total) return false;
+    if (keep) this.unindex(keep);
+    try {
+      while (t.used + need > t.hi) {
+        const victim = this.candidate(t);
+        if (!victim) return false;
+        this.removeObject(victim, `room in type ${t.name} (hiWatermark)`);
+      }
+      while (this.availableTo(t) < need) {
+        let best: CacheObject | undefined;
+        for (const u of this.types.values()) {
+          const c = this.candidate(u);
+          if (!c || (u !== t && u.used - c.charge < u.lo)) continue;
+          if (!best || evictsBefore(c, best)) best = c;
+        }
+        if (!best) return false;
+        this.removeObject(best, `room for type ${t.name}`);
+      }
+      return true;
+    } finally {
+      if (keep) this.index(keep);
+    }
+  }
+
+  // ---- lookups ----------------------------------------------------------------
+
+  static validTypeName(name: string): string | null {
+    if (name.length === 0) return "the name is empty";
+    if (name.length > MAX_TYPE_NAME) return `the name is longer than ${MAX_TYPE_NAME} characters`;
+    if (name.startsWith(".")) return "the name starts with '.'";
+    if (/[/\0]/.test(name)) return "the name contains '/' or NUL";
+    return null;
+  }
+
+  type(name: string): CacheType | undefined {
+    return this.types.get(name);
+  }
+
+  /**
+   * The object a pathName names, with the spec's -199 cases told apart; `asMissing`
+   * answers every case with the given row instead (GetCacheObjectFilename/Size).
+   */
+  resolve(method: string, pathName: string, asMissing?: (m: string, p: string) => Row): CacheObject {
+    const no = (row: (m: string, p: string) => Row) => raise((asMissing ?? row)(method, pathName));
+    const rel = isAbsolute(pathName) ? relative(this.cacheDir, resolve(pathName)) : "";
+    const parts = rel.split("/");
+    if (!rel || rel.startsWith("..") || parts.length !== 2) return no(E.invalidId);
+    const m = parts[1]!.match(OBJECT_NAME);
+    if (!m) return no(E.invalidId);
+    const t = this.types.get(parts[0]!);
+    if (!t) return no(E.typeNotFoundForId);
+    const o = this.objects.get(parseInt(m[1]!, 16));
+    if (!o || o.type !== t || o.ext !== m[2]) return no(E.objectNotLocated);
+    if (!files.exists(o.path)) {
+      this.change(() => this.removeObject(o, "its file was removed from outside the cache"));
+      return no(E.pathGone);
+    }
+    return o;
+  }
+
+  // ---- types ------------------------------------------------------------------
+
+  defineType(req: TypeDefinition): void {
+    const M = "DefineType";
+    const name = req.typeName;
+    const bad = FileCache.validTypeName(name) ?? this.reservedPath(name);
+    if (bad) raise(E.cannotConfigure(M, name, bad));
+    const def = {
+      lo: pad(req.loWatermark),
+      hi: pad(req.hiWatermark),
+      size: req.size ?? this.cfg.defaultSize,
+      cost: req.cost ?? this.cfg.defaultCost,
+      lifetime: req.lifetime ?? this.cfg.defaultLifetime,
+      dirType: req.dirType ?? false,
+    };
+    const old = this.types.get(name);
+    if (old) {
+      const same = (Object.keys(def) as (keyof typeof def)[]).every((k) => old[k] === def[k]);
+      raise(same ? E.typeExists(M, name) : E.differentConfig(M, name));
+    }
+    if (def.hi <= def.lo) raise(E.hiNotAboveLo(M, name));
+    if (this.loTotal + def.lo > this.total)
+      raise(E.cannotConfigure(M, name, `loWatermark ${def.lo} cannot be guaranteed: ${this.loTotal} of the cache's ${this.total} bytes are guaranteed to other types`));
+    const dir = join(this.cfg.cacheDirectory, name);
+    try {
+      files.ensureDir(dir);
+    } catch (e) {
+      raise(E.cannotConfigure(M, name, `cannot create ${dir}: ${(e as Error).message}`));
+    }
+    this.change(() => {
+      this.store.putType({ name, ...def, dirType: def.dirType ? 1 : 0 });
+      this.addType({ name, ...def, dir });
+    });
+    this.log.info({ type: name, ...def }, "cache type defined");
+  }
+
+  /** A type directory must not be where the metadata or the copies live. */
+  private reservedPath(name: string): string | null {
+    const dir = resolve(this.cfg.cacheDirectory, name);
+    const md = resolve(this.cfg.metadataFile);
+    if ([md, md + "-wal", md + "-shm", md + "-journal", resolve(this.cfg.copyDirectory)].includes(dir))
+      return `the name is taken by the cache's own files (${dir})`;
+    return null;
+  }
+
+  private addType(d: Omit<CacheType, "used" | "pinned" | "held" | "objects" | "order" | "ripening">): CacheType {
+    const t: CacheType = {
+      ...d,
+      lo: 0,
+      used: 0,
+      pinned: 0,
+      held: 0,
+      objects: new Set(),
+      order: new IndexedHeap(evictsBefore),
+      ripening: new IndexedHeap(ripensBefore),
+    };
+    this.types.set(t.name, t);
+    this.setLo(t, d.lo);
+    return t;
+  }
+
+  changeType(req: Partial<TypeDefinition> & { typeName: string }): void {
+    const M = "ChangeType";
+    const t = this.types.get(req.typeName);
+    if (!t) return raise(E.changeTypeMissing(M, req.typeName));
+    const lo = req.loWatermark !== undefined ? pad(req.loWatermark) : t.lo;
+    const hi = req.hiWatermark !== undefined ? pad(req.hiWatermark) : t.hi;
+    if (hi <= lo) raise(E.hiNotAboveLo(M, t.name));
+    if (this.loTotal - t.lo + lo > this.total)
+      raise(E.cannotReserve(M, t.name, `${this.loTotal - t.lo} of the cache's ${this.total} bytes are guaranteed to other types`));
+    if (hi < t.pinned) raise(E.cannotReserve(M, t.name, `subscribed objects hold ${t.pinned} bytes`));
+    this.change(() => {
+      this.setLo(t, lo);
+      t.hi = hi;
+      if (req.size !== undefined) t.size = req.size;
+      if (req.cost !== undefined) t.cost = req.cost;
+      if (req.lifetime !== undefined) t.lifetime = req.lifetime;
+      this.store.putType({ name: t.name, lo, hi, size: t.size, cost: t.cost, lifetime: t.lifetime, dirType: t.dirType ? 1 : 0 });
+      for (let o = this.candidate(t); t.used > t.hi && o; o = this.candidate(t)) this.removeObject(o, "hiWatermark lowered");
+    });
+  }
+
+  /** Expires every object of the type and removes it; returns the bytes freed. */
+  deleteType(name: string): number {
+    const M = "DeleteType";
+    const t = this.types.get(name);
+    if (!t) return raise(E.deleteTypeMissing(M, name));
+    if (t.held > 0) raise(E.typeSubscribed(M, name));
+    const freed = t.used;
+    this.change(() => {
+      for (const o of [...t.objects]) this.removeObject(o, "type deleted");
+      this.store.deleteType(name);
+      this.setLo(t, 0);
+      this.types.delete(name);
+      this.unlinkAfterCommit.push(t.dir);
+    });
+    this.log.info({ type: name, freed }, "cache type deleted");
+    return freed;
+  }
+
+  // ---- objects ----------------------------------------------------------------
+
+  insert(req: InsertRequest, owner: Identity | null, writing: boolean): CacheObject {
+    const M = "InsertCacheObject";
+    if (FileCache.validTypeName(req.typeName)) raise(E.noSuchTypeDefined(M, req.typeName));
+    const t = this.types.get(req.typeName);
+    if (!t) return raise(E.typeMissing(M, req.typeName));
+    const size = req.size ?? (t.size > 0 ? t.size : 0);
+    if (size <= 0) raise(E.noSize(M, t.name));
+    if (t.dirType && size <= BLOCK) raise(E.dirTypeTooSmall(M, t.name));
+    const charge = pad(size);
+    return this.change(() => {
+      if (!this.makeRoom(t, charge)) raise(E.noSpace(M, t.name, size));
+      const id = ++this.lastId;
+      const ext = extensionOf(req.fileName);
+      const path = join(t.dir, objectName(id, ext));
+      files.createObject(path, t.dirType, owner);
+      const now = this.now();
+      const row: ObjectRow = {
+        id,
+        type: t.name,
+        fileName: req.fileName,
+        ext,
+        size,
+        cost: req.cost ?? t.cost,
+        lifetime: req.lifetime ?? t.lifetime,
+        lastUsed: now,
+        writing: writing ? 1 : 0,
+        doomed: 0,
+      };
+      try {
+        this.store.insertObject(row);
+      } catch (e) {
+        files.removePath(path);
+        throw e;
+      }
+      const o = this.addObject(t, row, path);
+      if (writing) this.hold(o);
+      return o;
+    });
+  }
+
+  private addObject(t: CacheType, row: ObjectRow, path: string): CacheObject {
+    const o: CacheObject = {
+      id: row.id,
+      type: t,
+      fileName: row.fileName,
+      ext: row.ext,
+      path,
+      size: row.size,
+      charge: pad(row.size),
+      cost: row.cost,
+      lifetime: row.lifetime,
+      lastUsed: row.lastUsed,
+      expiresAt: row.lastUsed + row.lifetime * 1000,
+      ripe: false,
+      writing: row.writing === 1,
+      doomed: row.doomed === 1,
+      subs: 0,
+      removed: false,
+    };
+    this.objects.set(o.id, o);
+    t.objects.add(o);
+    this.addUsed(t, o.charge);
+    this.index(o);
+    return o;
+  }
+
+  /**
+   * The inserting subscription ended: the write is complete. Larger than declared:
+   * removed; smaller: the recorded size is corrected (spec, object state table).
+   */
+  writeCompleted(o: CacheObject): void {
+    if (o.removed || !o.writing) return;
+    this.change(() => {
+      o.writing = false;
+      const written = files.measure(o.path, o.type.dirType);
+      if (written === null) this.removeObject(o, "its file is gone");
+      else if (written > o.size) this.removeObject(o, `written ${written} bytes, more than the declared ${o.size}`);
+      else {
+        if (written < o.size) this.setSize(o, written);
+        this.store.finishWrite(o.id, o.size);
+        this.unhold(o);
+      }
+    });
+  }
+
+  /** A SubscribeCacheObject subscription starts: the object is not expired while it lasts. */
+  subscribe(o: CacheObject): void {
+    this.change(() => {
+      this.hold(o);
+      this.touchNow(o);
+    });
+  }
+
+  unsubscribe(o: CacheObject): void {
+    if (o.removed) return;
+    this.change(() => this.unhold(o));
+  }
+
+  touch(o: CacheObject): void {
+    this.change(() => this.touchNow(o));
+  }
+
+  private touchNow(o: CacheObject) {
+    o.lastUsed = this.now();
+    o.expiresAt = o.lastUsed + o.lifetime * 1000;
+    this.store.setLastUsed(o.id, o.lastUsed);
+    this.index(o);
+  }
+
+  /** Removes the object now, or marks it for removal (-198) while it is subscribed. */
+  expire(o: CacheObject): void {
+    if (o.subs > 0) {
+      if (!o.doomed) {
+        o.doomed = true;
+        this.change(() => this.store.setDoomed(o.id));
+      }
+      raise(E.deferred("ExpireCacheObject", o.path));
+    }
+    this.change(() => this.removeObject(o, "expired"));
+  }
+
+  resize(o: CacheObject, newSize: number): void {
+    const M = "ResizeCacheObject";
+    const written = files.measure(o.path, o.type.dirType) ?? 0;
+    if (newSize < written) raise(E.cannotResize(M, o.path, `it already holds ${written} bytes`));
+    if (o.type.dirType && newSize <= BLOCK) raise(E.cannotResize(M, o.path, "objects of a dirType type need more than 1 block"));
+    this.change(() => {
+      if (!this.makeRoom(o.type, pad(newSize) - o.charge, o)) raise(E.cannotResize(M, o.path, `no space for ${newSize} bytes in type ${o.type.name}`));
+      this.setSize(o, newSize);
+      this.store.setSize(o.id, newSize);
+      this.touchNow(o);
+    });
+  }
+
+  /** Copies an object out of the cache; returns the new path. */
+  async copy(o: CacheObject, destination: string, fileName: string | undefined, caller: Identity | null): Promise<string> {
+    const M = "CopyCacheObject";
+    const name = fileName ?? o.fileName;
+    if (!name || name === "." || name === ".." || name.includes("/") || name.includes("\0")) raise(E.noFileName(M, o.path));
+    if (!isAbsolute(destination) || !files.exists(destination)) raise(E.invalidDestination(M, destination));
+    if (!files.isDirectory(destination)) raise(E.notDirectory(M, destination));
+    if (!files.canWrite(destination, caller)) raise(E.noWritePermission(M, destination));
+    const ext = extname(name);
+    const stem = ext ? name.slice(0, -ext.length) : name;
+    for (let n = 0; n <= MAX_COPY_SUFFIX; n++) {
+      const candidate = join(destination, n === 0 ? name : `${stem}-(${n})${ext}`);
+      let done: boolean;
+      try {
+        done = await files.copyNew(o.path, candidate, o.type.dirType, caller);
+      } catch (e: any) {
+        if (e?.code === "ENOENT" && !files.exists(o.path)) return raise(E.pathGone(M, o.path));
+        throw e;
+      }
+      if (done) {
+        if (!o.removed) this.touch(o);
+        return candidate;
+      }
+    }
+    return raise(E.noUniqueName(M, name, destination));
+  }
+
+  status() {
+    return { numTypes: this.types.size, size: this.usedTotal, numObjs: this.objects.size, availSpace: Math.max(0, this.total - this.usedTotal) };
+  }
+
+  // ---- start-up ---------------------------------------------------------------
+
+  /**
+   * Makes the metadata and the files agree after any stop, clean or not: objects
+   * whose write never completed (or whose expiry was deferred) are removed, rows
+   * without a file are dropped, files without a row are deleted, and the
+   * watermarks and the total are enforced again.
+   */
+  private reconcile() {
+    const removed = { unfinished: 0, missing: 0, oversized: 0, orphans: 0, evicted: 0 };
+    this.change(() => {
+      for (const r of this.store.types()) {
+        const dir = join(this.cfg.cacheDirectory, r.name);
+        files.ensureDir(dir);
+        this.addType({ name: r.name, lo: r.lo, hi: r.hi, size: r.size, cost: r.cost, lifetime: r.lifetime, dirType: r.dirType === 1, dir });
+      }
+      this.lastId = this.store.lastId();
+      for (const r of this.store.objects()) {
+        const t = this.types.get(r.type);
+        const path = t ? join(t.dir, objectName(r.id, r.ext)) : "";
+        if (!t || r.writing || r.doomed) {
+          this.store.deleteObject(r.id);
+          if (path) this.unlinkAfterCommit.push(path);
+          removed.unfinished++;
+          continue;
+        }
+        const written = files.measure(path, t.dirType);
+        if (written === null) {
+          this.store.deleteObject(r.id);
+          removed.missing++;
+        } else if (written > r.size) {
+          this.store.deleteObject(r.id);
+          this.unlinkAfterCommit.push(path);
+          removed.oversized++;
+        } else this.addObject(t, r, path);
+      }
+    });
+    // Files no row accounts for.
+    const md = resolve(this.cfg.metadataFile);
+    const own = new Set([md, md + "-wal", md + "-shm", md + "-journal", resolve(this.cfg.copyDirectory)]);
+    for (const entry of files.listDir(this.cfg.cacheDirectory)) {
+      const p = join(this.cfg.cacheDirectory, entry);
+      if (own.has(resolve(p))) continue;
+      const t = this.types.get(entry);
+      if (!t) {
+        files.removePath(p);
+        removed.orphans++;
+        continue;
+      }
+      const live = new Set([...t.objects].map((o) => basename(o.path)));
+      for (const f of files.listDir(t.dir))
+        if (!live.has(f)) {
+          files.removePath(join(t.dir, f));
+          removed.orphans++;
+        }
+    }
+    // Limits may have shrunk (FileCache.conf) since the objects were stored.
+    this.change(() => {
+      for (const t of this.types.values())
+        for (let o = this.candidate(t); t.used > t.hi && o; o = this.candidate(t)) {
+          this.removeObject(o, "over hiWatermark at start");
+          removed.evicted++;
+        }
+      while (this.usedTotal > this.total) {
+        let best: CacheObject | undefined;
+        for (const u of this.types.values()) {
+          const c = this.candidate(u);
+          if (c && (!best || evictsBefore(c, best))) best = c;
+        }
+        if (!best) break;
+        this.removeObject(best, "over totalCacheSpace at start");
+        removed.evicted++;
+      }
+    });
+    if (this.loTotal > this.total)
+      this.log.warn({ loTotal: this.loTotal, total: this.total }, "the low watermarks add up to more than totalCacheSpace");
+    this.log.info({ types: this.types.size, objects: this.objects.size, used: this.usedTotal, total: this.total, removed }, "file cache ready");
+  }
+}

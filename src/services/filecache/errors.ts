@@ -1,0 +1,74 @@
+// File cache errors (spec part 2, "Errors", file cache): the table as data. Every
+// text starts with the method name and names the type or the path concerned.
+export interface Row {
+  code: number;
+  text: string;
+}
+
+const row = (code: number) => (text: string): Row => ({ code, text });
+const e200 = row(-200);
+const e199 = row(-199);
+
+export const E = {
+  // -200
+  hiNotAboveLo: (m: string, type: string) => e200(`${m}: hiWatermark must be greater than loWatermark for type ${type}`),
+  noSuchTypeDefined: (m: string, type: string) => e200(`${m}: no such type defined: ${JSON.stringify(type)}`),
+  dirTypeTooSmall: (m: string, type: string) =>
+    e200(`${m}: size must be greater than 1 block (4096 bytes) when dirType is true (type ${type})`),
+  noSize: (m: string, type: string) => e200(`${m}: size is required, type ${type} has no default size`),
+  cannotReserve: (m: string, type: string, why: string) => e200(`${m}: watermarks of type ${type} cannot be reserved: ${why}`),
+  badParameters: (m: string, why: string) => e200(`${m}: invalid parameters: ${why}`),
+  // -199
+  typeExists: (m: string, type: string) => e199(`${m}: type already exists: ${type}`),
+  typeMissing: (m: string, type: string) => e199(`${m}: type does not exist: ${type}`),
+  objectNotLocated: (m: string, path: string) => e199(`${m}: object not located: ${path}`),
+  pathGone: (m: string, path: string) => e199(`${m}: path no longer found in cache: ${path}`),
+  invalidId: (m: string, path: string) => e199(`${m}: invalid object ID derived from the path: ${path}`),
+  typeNotFoundForId: (m: string, path: string) => e199(`${m}: cache type not found for the ID of ${path}`),
+  objectMissing: (m: string, path: string) => e199(`${m}: object does not exist: ${path}`),
+  noSpace: (m: string, type: string, size: number) => e199(`${m}: no space of the requested size (${size} bytes) in type ${type}`),
+  // -198
+  deferred: (m: string, path: string) => row(-198)(`${m}: expiry deferred, object in use: ${path}`),
+  // -197
+  cannotConfigure: (m: string, type: string, why: string) => row(-197)(`${m}: failed to configure or allocate the type ${type}: ${why}`),
+  // -196
+  changeTypeMissing: (m: string, type: string) => row(-196)(`${m}: type does not exist: ${type}`),
+  // -195
+  typeSubscribed: (m: string, type: string) => row(-195)(`${m}: type has subscribed objects: ${type}`),
+  deleteTypeMissing: (m: string, type: string) => row(-195)(`${m}: type does not exist: ${type}`),
+  // -194
+  cannotResize: (m: string, path: string, why: string) => row(-194)(`${m}: unable to resize ${path}: ${why}`),
+  // -193
+  invalidDestination: (m: string, dest: string) => row(-193)(`${m}: invalid destination: ${dest}`),
+  noWritePermission: (m: string, dest: string) => row(-193)(`${m}: no write permission on destination: ${dest}`),
+  // -192
+  noFileName: (m: string, path: string) => row(-192)(`${m}: no file name specified or found for ${path}`),
+  noUniqueName: (m: string, name: string, dest: string) => row(-192)(`${m}: no unique destination name for ${name} in ${dest}`),
+  notDirectory: (m: string, dest: string) => row(-192)(`${m}: destination not a directory: ${dest}`),
+  // -189
+  differentConfig: (m: string, type: string) => row(-189)(`${m}: type ${type} has a different configuration (use ChangeType)`),
+} as const;
+
+/**
+ * The code a request that fails its schema (or is not JSON) gets, per method: the
+ * method's own code for bad input (docs/decisions/filecache.md, "Malformed requests").
+ * Methods without an error row answer with errorText alone.
+ */
+export const BAD_REQUEST_CODE: Record<string, number | null> = {
+  ChangeType: -200,
+  CopyCacheObject: -192,
+  DefineType: -197,
+  DeleteType: -195,
+  DescribeType: -199,
+  ExpireCacheObject: -199,
+  GetCacheObjectFilename: -199,
+  GetCacheObjectSize: -199,
+  GetCacheStatus: null,
+  GetCacheTypeStatus: -199,
+  GetCacheTypes: null,
+  GetVersion: null,
+  InsertCacheObject: -200,
+  ResizeCacheObject: -194,
+  SubscribeCacheObject: -199,
+  TouchCacheObject: -199,
+};

@@ -1,0 +1,149 @@
+// File cache API (spec part 2, com.vendor.service.filecache, API level 11): one
+// entry per method of the spec's endpoint table; method names are case-sensitive.
+import { z } from "zod";
+import { base, type Api } from "../../core/service";
+
+const Response = z.looseObject(base);
+/** Methods whose success fields are all required still fail on a malformed request. */
+const Failure = z.looseObject({ returnValue: z.literal(false), errorCode: z.number().optional(), errorText: z.string() });
+const orFailure = <T extends z.ZodType>(success: T) => z.union([success, Failure]);
+const bytes = z.number().int().nonnegative();
+const typeName = z.string().describe("cache type name: up to 64 characters, not starting with '.'");
+const pathName = z.string().describe("the pathName InsertCacheObject returned");
+const level = 11;
+
+export const api = {
+  ChangeType: {
+    summary: "Changes the given values of a cache type (watermarks, default size, cost, lifetime); the name cannot change.",
+    request: z.looseObject({
+      typeName,
+      loWatermark: bytes.optional(),
+      hiWatermark: bytes.optional(),
+      size: bytes.optional(),
+      cost: z.number().int().min(0).max(100).optional(),
+      lifetime: bytes.optional().describe("seconds"),
+    }),
+    response: Response,
+    level,
+  },
+  CopyCacheObject: {
+    summary: "Copies a cache object's file to a directory the caller may write; a colliding name becomes base-(1).ext.",
+    request: z.looseObject({
+      pathName,
+      destination: z.string().optional().describe("target directory (default: the configured copyDirectory)"),
+      fileName: z.string().optional().describe("default: the fileName given at insert"),
+    }),
+    response: Response.extend({ newPathName: z.string().optional() }),
+    level,
+  },
+  DefineType: {
+    summary: "Defines a cache type with its watermarks and object defaults; a name cannot be defined twice.",
+    request: z.looseObject({
+      typeName,
+      loWatermark: bytes.describe("bytes guaranteed to the type"),
+      hiWatermark: bytes.describe("bytes the type may use at most; greater than loWatermark"),
+      size: bytes.optional().describe("default object size in bytes (0: none)"),
+      cost: z.number().int().min(0).max(100).optional().describe("default object cost"),
+      lifetime: bytes.optional().describe("default object lifetime in seconds"),
+      dirType: z.boolean().optional().describe("objects are directories"),
+    }),
+    response: Response,
+    level,
+  },
+  DeleteType: {
+    summary: "Expires every object of a type and removes the type; refused while any object is subscribed.",
+    request: z.looseObject({ typeName }),
+    response: Response.extend({ freedSpace: z.number().optional() }),
+    level,
+  },
+  DescribeType: {
+    summary: "A type's watermarks (padded to 4096-byte blocks) and object defaults.",
+    request: z.looseObject({ typeName }),
+    response: Response.extend({
+      loWatermark: z.number().optional(),
+      hiWatermark: z.number().optional(),
+      size: z.number().optional(),
+      cost: z.number().optional(),
+      lifetime: z.number().optional(),
+    }),
+    level,
+  },
+  ExpireCacheObject: {
+    summary: "Removes an object; while it is subscribed the removal is deferred (-198) until the last subscription ends.",
+    request: z.looseObject({ pathName }),
+    response: Response,
+    level,
+  },
+  GetCacheObjectFilename: {
+    summary: "The fileName an object was inserted with.",
+    request: z.looseObject({ pathName }),
+    response: Response.extend({ fileName: z.string().optional() }),
+    level,
+  },
+  GetCacheObjectSize: {
+    summary: "An object's recorded size in bytes.",
+    request: z.looseObject({ pathName }),
+    response: Response.extend({ size: z.number().optional() }),
+    level,
+  },
+  GetCacheStatus: {
+    summary: "Number of types and objects, bytes used by all objects and bytes still available.",
+    request: z.looseObject({}),
+    response: orFailure(
+      z.looseObject({ returnValue: z.literal(true), numTypes: z.number(), size: z.number(), numObjs: z.number(), availSpace: z.number() }),
+    ),
+    level,
+  },
+  GetCacheTypeStatus: {
+    summary: "Bytes used by a type's objects and their number.",
+    request: z.looseObject({ typeName }),
+    response: Response.extend({ size: z.number().optional(), numObjs: z.number().optional() }),
+    level,
+  },
+  GetCacheTypes: {
+    summary: "The names of the defined types (no types field when there is none).",
+    request: z.looseObject({}),
+    response: orFailure(z.looseObject({ returnValue: z.literal(true), types: z.array(z.string()).optional() })),
+    level,
+  },
+  GetVersion: {
+    summary: "The File Cache API version.",
+    request: z.looseObject({}),
+    response: orFailure(z.looseObject({ returnValue: z.literal(true), version: z.string() })),
+    level,
+  },
+  InsertCacheObject: {
+    summary:
+      "Reserves a new object of a type and returns the pathName to write it to (extension of fileName kept); with subscribe true the caller keeps writing until it ends the subscription.",
+    request: z.looseObject({
+      typeName,
+      fileName: z.string().describe("stored; its extension is kept in pathName"),
+      size: z.number().int().positive().optional().describe("bytes; required when the type has no default size"),
+      cost: z.number().int().min(1).max(100).optional(),
+      lifetime: bytes.optional().describe("seconds"),
+      subscribe: z.boolean().optional(),
+    }),
+    response: Response.extend({ pathName: z.string().optional(), subscribed: z.boolean().optional() }),
+    subscribable: true,
+    level,
+  },
+  ResizeCacheObject: {
+    summary: "Declares a new size for an object (growing may expire other objects).",
+    request: z.looseObject({ pathName, newSize: z.number().int().positive().describe("bytes") }),
+    response: Response.extend({ newSize: z.number().optional() }),
+    level,
+  },
+  SubscribeCacheObject: {
+    summary: "With subscribe true, holds an object: it is not expired while any subscription is active.",
+    request: z.looseObject({ pathName, subscribe: z.boolean().optional() }),
+    response: Response.extend({ subscribed: z.boolean() }),
+    subscribable: true,
+    level,
+  },
+  TouchCacheObject: {
+    summary: "Marks an object recently used, which makes it less likely to be expired.",
+    request: z.looseObject({ pathName }),
+    response: Response,
+    level,
+  },
+} satisfies Api;
