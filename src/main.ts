@@ -12,6 +12,7 @@ import { startPrivateBus } from "./bus/daemon";
 import { loadBoard } from "./core/board";
 import { configureLogging } from "./core/log";
 import { SERVICES, findService } from "./services";
+import type { MethodSpec } from "./core/service";
 import { startRuntime } from "./runtime";
 import pkg from "../package.json" with { type: "json" };
 
@@ -171,7 +172,7 @@ function describe(argv: string[]) {
   }
   const m = findService(rest[0]!);
   if (!m) usage(`unknown service ${rest[0]}`);
-  const methods = Object.entries(m.spec.api).map(([name, spec]) => ({
+  const methods = Object.entries(m.spec.api as Record<string, MethodSpec>).map(([name, spec]) => ({
     method: name,
     member: memberName(name),
     summary: spec.summary,

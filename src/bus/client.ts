@@ -56,7 +56,7 @@ export class BusClient {
   }
 
   get uniqueName(): string {
-    return this.bus.name!;
+    return (this.bus as unknown as { name: string }).name;
   }
 
   /** A plain D-Bus call (for system peers that are not devservices). */
@@ -156,7 +156,7 @@ export class BusClient {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       return await Promise.race([
-        this.bus.call(msg),
+        this.bus.call(msg) as Promise<Message>,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
             delete (this.bus as any)._methodReturnHandlers[msg.serial!];

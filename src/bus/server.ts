@@ -122,7 +122,7 @@ export class BusServer {
   }
 
   get uniqueName(): string {
-    return this.bus.name!;
+    return (this.bus as unknown as { name: string }).name;
   }
 
   /** Live callers and open subscriptions (tests check that nothing leaks). */
@@ -134,7 +134,7 @@ export class BusServer {
 
   private async dbusCall(member: string, signature: string, body: unknown[]): Promise<any[]> {
     const reply = await this.bus.call(new Message({ ...DBUS, member, signature, body }));
-    return reply.body;
+    return reply!.body;
   }
 
   /** Exports a service at its object path and takes its bus name. */
@@ -339,12 +339,12 @@ export class BusServer {
 
   private reply(msg: Message, signature: string, body: unknown[]) {
     if (msg.flags & NO_REPLY_EXPECTED) return;
-    this.bus.send(new Message({ type: METHOD_RETURN, replySerial: msg.serial, destination: msg.sender, signature, body }));
+    this.bus.send(new Message({ type: METHOD_RETURN, replySerial: msg.serial ?? undefined, destination: msg.sender, signature, body } as any));
   }
 
   private replyError(msg: Message, name: string, text: string) {
     if (msg.flags & NO_REPLY_EXPECTED) return;
-    this.bus.send(Message.newError(msg, name, text));
+    this.bus.send(Message.newError(msg as any, name, text));
   }
 }
 
