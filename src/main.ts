@@ -204,7 +204,19 @@ async function demo(argv: string[]) {
     await bus.stop();
     throw e;
   }
-  const self = process.argv[0]?.endsWith("bun") ? `${process.argv[0]} ${process.argv[1]}` : process.execPath;
+  // The compiled binary runs its own embedded script (/$bunfs/...); from source, bun runs src/main.ts.
+  const self = process.argv[1]?.startsWith("/$bunfs") ? process.execPath : `${process.execPath} ${process.argv[1]}`;
+  const hosted = new Set(rt.services.map((s) => s.module.spec.name));
+  const examples: Record<string, string[]> = {
+    testautomation: [
+      `call luna://com.vendor.service.testautomation/ping '{"Message":"hi"}'`,
+      `call -i com.vendor.service.testautomation/subscribeToEvents '{"subscribe":true}'`,
+      `call com.vendor.service.testautomation/handleRequest '{"command":"getRunningAppsAndStages"}'`,
+    ],
+    intent: [`call com.vendor.service.intent/query '{}'`],
+    power2: [`call com.vendor.service.power2/getState '{"subscribe":false}'`, `call -i com.vendor.service.power2/getState '{"subscribe":true}'`],
+    filecache: [`call com.vendor.service.filecache/GetCacheStatus '{}'`, `call com.vendor.service.filecache/GetCacheTypes '{}'`],
+  };
   const lines = [
     `devservices demo: board '${board.name}', ${rt.services.length} services on a private bus.`,
     ``,
@@ -214,12 +226,9 @@ async function demo(argv: string[]) {
     `Services: ${rt.services.map((s) => s.module.spec.busName).join(", ")}`,
     ``,
     `Try, in another shell (after the export above):`,
-    `  ${self} call luna://com.vendor.service.testautomation/ping '{"Message":"hi"}'`,
-    `  ${self} call com.vendor.service.testautomation/version`,
-    `  ${self} call -i com.vendor.service.testautomation/subscribeToEvents '{"subscribe":true}'`,
-    `  ${self} call com.vendor.service.testautomation/handleRequest '{"command":"getRunningAppsAndStages"}'`,
-    `  busctl --address='${bus.address}' introspect com.vendor.service.testautomation /com/vendor/service/testautomation`,
-    `  ${self} describe testautomation`,
+    ...Object.entries(examples).filter(([n]) => hosted.has(n)).flatMap(([, l]) => l.map((x) => `  ${self} ${x}`)),
+    `  ${self} describe SERVICE`,
+    `  busctl --address='${bus.address}' tree`,
     ``,
     `Ctrl-C stops the demo.`,
   ];
