@@ -118,7 +118,7 @@ test("7 errorUnknown: states the board does not have, and transitions it does no
   expect(sub.first).toEqual(UNKNOWN);
   // PowerOffState has no way out but setState.
   expect(await p.call("setState", { state: "PowerOffState", reason: 2 })).toEqual({ returnValue: true });
-  await p.logind!.waitFor("PowerOff false");
+  await p.logind.waitFor("PowerOff false");
   expect(await p.call("reboot", { reason: "ota" })).toEqual(UNKNOWN);
   expect(await p.call("shutdown", { reason: "remoteKey" })).toEqual(UNKNOWN);
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
@@ -128,7 +128,7 @@ test("7 errorUnknown: the system refuses the action; the device stays where it w
   const q = await powerEnv({ logindEnv: { FAKE_LOGIND_FAIL: "Reboot" } });
   try {
     expect(await q.call("reboot", { reason: "ota" })).toEqual(UNKNOWN);
-    await q.logind!.waitFor("Reboot false");
+    await q.logind.waitFor("Reboot false");
     expect(await q.call("getState")).toEqual({ returnValue: true, state: "ActiveState", subscribed: false });
     expect(await q.call("setState", { state: "RebootState", reason: 2 })).toEqual(UNKNOWN);
     expect(await q.call("getState")).toEqual({ returnValue: true, state: "ActiveState", subscribed: false });

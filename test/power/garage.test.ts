@@ -5,12 +5,13 @@ import { test, expect, beforeAll, afterAll } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { eventually } from "../helpers/harness";
 import { powerEnv, POWER, type PowerEnv } from "./setup";
 import type { Json } from "../../src/core/errors";
 
 let p: PowerEnv;
 let net: string;
-const powerOffs = () => p.logind!.lines.filter((l) => l === "PowerOff false").length;
+const powerOffs = () => p.logind.lines.filter((l) => l === "PowerOff false").length;
 const setOperstate = (s: string) => writeFileSync(join(net, "wlan0", "operstate"), s + "\n");
 
 beforeAll(async () => {
@@ -50,7 +51,7 @@ test("wireless up and a network name configured: shutdown enters GarageModeState
 
 test("shutdown from the garage state powers off", async () => {
   expect(await p.call("shutdown", { reason: "offTimer" })).toEqual({ returnValue: true });
-  await p.logind!.waitFor("PowerOff false");
+  await p.logind.waitFor("PowerOff false");
   expect(await p.call("getState")).toMatchObject({ state: "PowerOffState" });
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
 });
@@ -59,7 +60,7 @@ test("wireless down: shutdown from the active state powers off as usual", async 
   setOperstate("down");
   const before = powerOffs();
   expect(await p.call("shutdown", { reason: "remoteKey" })).toEqual({ returnValue: true });
-  expect(powerOffs()).toBe(before + 1);
+  await eventually(() => powerOffs() === before + 1);
   expect(await p.call("getState")).toMatchObject({ state: "PowerOffState" });
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
   setOperstate("up");
@@ -69,7 +70,7 @@ test("no network name configured: no garage even with wireless up", async () => 
   const q = await powerEnv({ conf: "TransitionTimeout=00:00:01\n", config: { netSysfs: net } });
   try {
     expect(await q.call("shutdown", { reason: "remoteKey" })).toEqual({ returnValue: true });
-    await q.logind!.waitFor("PowerOff false");
+    await q.logind.waitFor("PowerOff false");
     expect(await q.call("getState")).toMatchObject({ state: "PowerOffState" });
   } finally {
     await q.stop();

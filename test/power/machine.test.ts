@@ -121,3 +121,21 @@ test("backend choice: virtual board, logind on the bus, no logind (the system ca
   expect((await openBackend({ ...base, choice: "auto", boardBackend: "linux", logindBus: "unix:path=/nonexistent/bus" })).kind).toBe("syscall");
   await expect(openBackend({ ...base, choice: "logind", boardBackend: "linux", logindBus: "unix:path=/nonexistent/bus" })).rejects.toThrow(/cannot reach the logind bus/);
 });
+
+test("the service on a linux board finds logind by itself (shown by its inhibitor, no power action)", async () => {
+  const env = await testEnv();
+  envs.push(env);
+  const logind = spawnScript("test/fixtures/power-logind.ts", [], { DEVSERVICES_BUS: env.bus.address });
+  try {
+    await logind.waitFor("READY");
+    await env.start(["power2"], { backend: "linux", serviceConfig: { power2: { configFile: "/nonexistent/power.conf" } } } as any);
+    const c = await env.client();
+    const sub = await c.subscribe("com.vendor.service.power2", "registerStateTransition", { state: "ActiveState" }, () => {});
+    expect(await c.call("com.vendor.service.power2", "acquireWakeLock", { clientId: sub.first.clientId, timeout: 30 })).toEqual({ returnValue: true });
+    await logind.waitFor("Inhibit shutdown:sleep:idle devservices power2 block");
+    await env.stopServices(); // stopping releases the lock and the inhibitor
+    await logind.waitFor("INHIBITOR RELEASED");
+  } finally {
+    await logind.kill();
+  }
+});

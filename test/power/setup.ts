@@ -1,6 +1,8 @@
 // Shared set-up of the power tests: the private bus, the fake logind (a separate
 // process owning org.freedesktop.login1 on it), a power configuration file, and
-// the power service on the `linux` backend, which finds logind on its own bus.
+// the power service on a `linux` board talking to logind on its own bus. The
+// backend is pinned to logind so that no test can ever reach reboot(2); the
+// automatic choice is tested in machine.test.ts.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { testEnv, spawnScript, type Env } from "../helpers/harness";
@@ -11,7 +13,7 @@ export const POWER = "com.vendor.service.power2";
 
 export interface PowerEnv {
   env: Env;
-  logind?: ReturnType<typeof spawnScript>;
+  logind: ReturnType<typeof spawnScript>;
   client: BusClient;
   call(method: string, payload?: Json | string): Promise<Json>;
   /** Starts a power-client.ts process; resolves once it is registered. */
@@ -28,26 +30,21 @@ export interface PowerEnvOptions {
   config?: Json;
   /** Board recipe overrides (such as another power2 machine). */
   board?: Json;
-  /** false: no fake logind on the bus. */
-  logind?: boolean;
   logindEnv?: Record<string, string>;
 }
 
 export async function powerEnv(o: PowerEnvOptions = {}): Promise<PowerEnv> {
   const env = await testEnv();
   const bus = { DEVSERVICES_BUS: env.bus.address };
-  let logind: PowerEnv["logind"];
-  if (o.logind !== false) {
-    logind = spawnScript("test/fixtures/power-logind.ts", [], { ...bus, ...o.logindEnv });
-    await logind.waitFor("READY");
-  }
+  const logind = spawnScript("test/fixtures/power-logind.ts", [], { ...bus, ...o.logindEnv });
+  await logind.waitFor("READY");
   const configFile = join(env.stateDir, "power.conf");
   writeFileSync(configFile, o.conf ?? "TransitionTimeout=00:00:01\n");
   const procs: ReturnType<typeof spawnScript>[] = [];
   const start = () =>
     env.start(["power2"], {
       backend: "linux",
-      serviceConfig: { power2: { configFile, ...o.config } },
+      serviceConfig: { power2: { configFile, backend: "logind", ...o.config } },
       ...o.board,
     } as any);
   await start();
@@ -73,7 +70,7 @@ export async function powerEnv(o: PowerEnvOptions = {}): Promise<PowerEnv> {
     },
     async stop() {
       for (const p of procs) await p.kill();
-      await logind?.kill();
+      await logind.kill();
       await env.stop();
     },
   };

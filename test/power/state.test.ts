@@ -46,7 +46,7 @@ test("shutdown goes through ShutdownTransitionState; its registered clients are 
     await p.call("respondStateTransitionAck", { state: m.state as string, ack: true, token: m.token as string });
   });
   expect(await p.call("shutdown", { reason: "remoteKey" })).toEqual({ returnValue: true });
-  await p.logind!.waitFor("PowerOff false");
+  await p.logind.waitFor("PowerOff false");
   expect(notes).toEqual([{ state: "ShutdownTransitionState", nextState: "PowerOffState", token: expect.any(String) }]);
   expect(await p.call("getState")).toMatchObject({ state: "PowerOffState" });
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
