@@ -2,7 +2,7 @@
 // manager does: the app's directory, then its appinfo.json moved into place.
 import { mkdirSync, writeFileSync, renameSync, rmSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { BUN, ROOT } from "../helpers/harness";
 
 export function tempDir(prefix = "intent-apps-"): string {
@@ -12,7 +12,11 @@ export function tempDir(prefix = "intent-apps-"): string {
 export function installApp(root: string, appinfo: Record<string, unknown>, main?: string): string {
   const dir = join(root, String(appinfo.id));
   mkdirSync(dir, { recursive: true });
-  if (main !== undefined) writeFileSync(join(dir, String(appinfo.main ?? "main")), main, { mode: 0o755 });
+  if (main !== undefined) {
+    const file = join(dir, String(appinfo.main ?? "main"));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, main, { mode: 0o755 });
+  }
   writeFileSync(join(dir, ".appinfo.json.tmp"), JSON.stringify(appinfo));
   renameSync(join(dir, ".appinfo.json.tmp"), join(dir, "appinfo.json"));
   return dir;

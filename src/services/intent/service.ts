@@ -176,8 +176,12 @@ export default defineService({
       /** Counts for tests and diagnostics. */
       inspect() {
         let subscribers = 0;
-        for (const r of intents.values()) subscribers += r.subscribers.size;
-        return { intents: intents.size, subscribers, handlers: registry.handlers.length, generation: registry.generation };
+        const perIntent: Record<number, number> = {};
+        for (const r of intents.values()) {
+          subscribers += r.subscribers.size;
+          perIntent[r.id] = r.subscribers.size;
+        }
+        return { intents: intents.size, subscribers, perIntent, handlers: registry.handlers.length, generation: registry.generation };
       },
       registry,
     };
