@@ -26,6 +26,8 @@ export const LineFlag = {
 
 /** enum gpio_v2_line_attr_id */
 export const ATTR_ID_FLAGS = 1, ATTR_ID_OUTPUT_VALUES = 2, ATTR_ID_DEBOUNCE = 3;
+/** enum gpio_v2_line_changed_type */
+export const LINE_CHANGED_REQUESTED = 1, LINE_CHANGED_RELEASED = 2, LINE_CHANGED_CONFIG = 3;
 /** enum gpio_v2_line_event_id */
 export const EVENT_RISING_EDGE = 1, EVENT_FALLING_EDGE = 2;
 
@@ -43,6 +45,10 @@ export const structs = {
   gpio_v2_line_info: {
     c: "struct gpio_v2_line_info", size: 256,
     fields: { name: 0, consumer: 32, offset: 64, num_attrs: 68, flags: 72, attrs: 80, padding: 240 },
+  },
+  gpio_v2_line_info_changed: {
+    c: "struct gpio_v2_line_info_changed", size: 288,
+    fields: { info: 0, timestamp_ns: 256, event_type: 264, padding: 268 },
   },
   gpio_v2_line_event: {
     c: "struct gpio_v2_line_event", size: 48,
@@ -138,6 +144,50 @@ export function lineInfo(chipFd: number, offset: number): LineInfo {
   const b = Buffer.alloc(S.gpio_v2_line_info.size);
   b.writeUInt32LE(offset, 64);
   ioctl(chipFd, ioctls.GPIO_V2_GET_LINEINFO_IOCTL, b, "GPIO_V2_GET_LINEINFO_IOCTL");
+  return decodeLineInfo(b);
+}
+
+/**
+ * GPIO_V2_GET_LINEINFO_WATCH_IOCTL: the line's info now; from then on the chip fd
+ * becomes readable with a LineInfoChanged whenever the line is requested, released
+ * or reconfigured (readLineInfoChanged()).
+ */
+export function watchLineInfo(chipFd: number, offset: number): LineInfo {
+  const b = Buffer.alloc(S.gpio_v2_line_info.size);
+  b.writeUInt32LE(offset, 64);
+  ioctl(chipFd, ioctls.GPIO_V2_GET_LINEINFO_WATCH_IOCTL, b, "GPIO_V2_GET_LINEINFO_WATCH_IOCTL");
+  return decodeLineInfo(b);
+}
+
+/** GPIO_GET_LINEINFO_UNWATCH_IOCTL */
+export function unwatchLineInfo(chipFd: number, offset: number): void {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(offset, 0);
+  ioctl(chipFd, ioctls.GPIO_GET_LINEINFO_UNWATCH_IOCTL, b, "GPIO_GET_LINEINFO_UNWATCH_IOCTL");
+}
+
+export interface LineInfoChanged {
+  info: LineInfo;
+  timestampNs: bigint;
+  /** LINE_CHANGED_REQUESTED, LINE_CHANGED_RELEASED or LINE_CHANGED_CONFIG */
+  eventType: number;
+}
+
+/** Reads queued line-info changes of watched lines from the chip fd (blocks until one is queued). */
+export function readLineInfoChanged(chipFd: number, max = 8): LineInfoChanged[] {
+  const size = S.gpio_v2_line_info_changed.size;
+  const b = readFd(chipFd, size * max);
+  const out: LineInfoChanged[] = [];
+  for (let off = 0; off + size <= b.length; off += size) {
+    out.push({
+      info: decodeLineInfo(b.subarray(off, off + S.gpio_v2_line_info.size)),
+      timestampNs: b.readBigUInt64LE(off + 256), eventType: b.readUInt32LE(off + 264),
+    });
+  }
+  return out;
+}
+
+export function decodeLineInfo(b: Buffer): LineInfo {
   const n = b.readUInt32LE(68);
   const attrs: LineAttribute[] = [];
   let debouncePeriodUs: number | undefined;

@@ -9,7 +9,7 @@ describe.skipIf(!hasGcc)("gpio.ts mirrors linux/gpio.h", () => {
     values: {
       ...macros(gpio.ioctls),
       GPIO_MAX_NAME_SIZE: "GPIO_MAX_NAME_SIZE", GPIO_V2_LINES_MAX: "GPIO_V2_LINES_MAX",
-      GPIO_V2_LINE_NUM_ATTRS_MAX: "GPIO_V2_LINE_NUM_ATTRS_MAX",
+      GPIO_V2_LINE_NUM_ATTRS_MAX: "GPIO_V2_LINE_NUM_ATTRS_MAX", LINE_CHANGED_CONFIG: "GPIO_V2_LINE_CHANGED_CONFIG",
       ...Object.fromEntries(Object.keys(gpio.LineFlag).map((k) => [`LineFlag.${k}`, `GPIO_V2_LINE_FLAG_${k}`])),
     },
   });
@@ -23,6 +23,7 @@ describe.skipIf(!hasGcc)("gpio.ts mirrors linux/gpio.h", () => {
     expect(abi.values.GPIO_MAX_NAME_SIZE).toBe(gpio.GPIO_MAX_NAME_SIZE);
     expect(abi.values.GPIO_V2_LINES_MAX).toBe(gpio.GPIO_V2_LINES_MAX);
     expect(abi.values.GPIO_V2_LINE_NUM_ATTRS_MAX).toBe(gpio.GPIO_V2_LINE_NUM_ATTRS_MAX);
+    expect(abi.values.LINE_CHANGED_CONFIG).toBe(gpio.LINE_CHANGED_CONFIG);
     for (const [k, v] of Object.entries(gpio.LineFlag)) expect([k, abi.values[`LineFlag.${k}`]]).toEqual([k, Number(v)]);
   });
 });
@@ -51,5 +52,16 @@ describe("gpio line config encoding", () => {
     const b = Buffer.alloc(48);
     b.writeBigUInt64LE(123n, 0); b.writeUInt32LE(2, 8); b.writeUInt32LE(5, 12); b.writeUInt32LE(7, 16); b.writeUInt32LE(3, 20);
     expect(gpio.decodeLineEvent(b)).toEqual({ timestampNs: 123n, id: 2, offset: 5, seqno: 7, lineSeqno: 3 });
+  });
+});
+
+test("decodes line info with a debounce attribute", () => {
+  const b = Buffer.alloc(256);
+  b.write("led", 0); b.write("app", 32); b.writeUInt32LE(4, 64); b.writeUInt32LE(1, 68);
+  b.writeBigUInt64LE(gpio.LineFlag.USED | gpio.LineFlag.INPUT, 72);
+  b.writeUInt32LE(gpio.ATTR_ID_DEBOUNCE, 80); b.writeUInt32LE(2500, 88);
+  expect(gpio.decodeLineInfo(b)).toEqual({
+    name: "led", consumer: "app", offset: 4, flags: gpio.LineFlag.USED | gpio.LineFlag.INPUT,
+    attrs: [{ id: gpio.ATTR_ID_DEBOUNCE, value: 2500n }], debouncePeriodUs: 2500,
   });
 });

@@ -78,6 +78,27 @@ guest("GPIO on gpio-sim", () => {
     }
   });
 
+  test("watched line info reports request, reconfiguration and release", () => {
+    const watcher = gpio.openChip(`/dev/${readText(`${SIM}/bank0/chip_name`)}`);
+    try {
+      expect(gpio.watchLineInfo(watcher, 4).flags & gpio.LineFlag.USED).toBe(0n);
+      const req = gpio.requestLines(chip, { offsets: [4], consumer: "hw-watch", config: { flags: gpio.LineFlag.INPUT } });
+      gpio.setConfig(req, { flags: gpio.LineFlag.OUTPUT });
+      gpio.close(req);
+      const seen: number[] = [];
+      while (seen.length < 3 && gpio.waitReadable(watcher, 2000)) {
+        for (const c of gpio.readLineInfoChanged(watcher)) {
+          expect(c.info.offset).toBe(4);
+          seen.push(c.eventType);
+        }
+      }
+      expect(seen).toEqual([gpio.LINE_CHANGED_REQUESTED, gpio.LINE_CHANGED_CONFIG, gpio.LINE_CHANGED_RELEASED]);
+      gpio.unwatchLineInfo(watcher, 4);
+    } finally {
+      gpio.close(watcher);
+    }
+  });
+
   test("a line already requested is busy", () => {
     const a = gpio.requestLines(chip, { offsets: [7], consumer: "first", config: { flags: gpio.LineFlag.INPUT } });
     try {
