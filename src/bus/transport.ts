@@ -24,6 +24,16 @@ export function parseAddress(address: string): { path: string; abstract: boolean
   throw new Error(`unsupported D-Bus address (only unix:path= and unix:abstract= are supported): ${address}`);
 }
 
+/**
+ * The reader worker's entry point. The compiled binary carries it as a second entry
+ * point inside its own filesystem (scripts/build.ts), where a relative specifier finds
+ * it; from source it sits beside this file.
+ */
+function readerWorkerUrl(): string {
+  if (Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/")) return "./bus/reader-worker.ts"; // relative to the entry points' common root, src/
+  return new URL("./reader-worker.ts", import.meta.url).href;
+}
+
 export class SocketStream extends EventEmitter {
   readonly fd: number;
   supportsUnixFd: boolean;
@@ -40,7 +50,7 @@ export class SocketStream extends EventEmitter {
     this.fd = connectUnix(path, abstract);
     this.supportsUnixFd = negotiateUnixFd;
     const [rd, wr] = makePipe();
-    this.worker = new Worker(new URL("./reader-worker.ts", import.meta.url).href);
+    this.worker = new Worker(readerWorkerUrl());
     this.worker.postMessage({ fd: this.fd, pipe: wr });
     void this.pump(rd);
     queueMicrotask(() => this.emit("connect"));

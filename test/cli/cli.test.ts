@@ -114,3 +114,17 @@ test("demo starts a private bus with the board's services and prints how to reac
   p.kill("SIGINT");
   expect(await p.exited).toBe(0);
 });
+
+test("the binary runs without the source tree (it carries its bus reader worker)", async () => {
+  // A private mount namespace hides src/ behind an empty tmpfs for this one call.
+  const probe = await Bun.$`unshare -rm true`.nothrow().quiet();
+  if (probe.exitCode !== 0) {
+    console.warn("unshare -rm is not permitted here; the guest test test/hw/bus.test.ts covers this");
+    return;
+  }
+  const src = `${import.meta.dir}/../../src`;
+  const r = await Bun.$`unshare -rm sh -c ${`mount -t tmpfs none "$1" && exec "$2" call -w 3000 --bus "$3" com.vendor.service.testautomation/ping '{"Message":"alone"}'`} sh ${src} ${BINARY} ${env.bus.address}`
+    .nothrow()
+    .quiet();
+  expect(r.stdout.toString()).toBe('{"Message":"alone"}\n');
+});
