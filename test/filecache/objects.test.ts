@@ -136,9 +136,13 @@ test("-199 on object methods: invalid ID from the path, type not found for the I
   for (const method of ["GetCacheObjectSize", "GetCacheObjectFilename"])
     for (const [pathName] of cases) expectError(await t.call(method, { pathName }), -199, new RegExp(`^${method}: object does not exist: `));
   // The file vanished behind the cache's back: reported once, and the object is dropped.
-  unlinkSync(p);
-  expectError(await t.call("TouchCacheObject", { pathName: p }), -199, /^TouchCacheObject: path no longer found in cache: /, p);
-  expectError(await t.call("TouchCacheObject", { pathName: p }), -199, /object not located/);
+  await t.call("ExpireCacheObject", { pathName: p });
+  for (const method of ["CopyCacheObject", "ExpireCacheObject", "ResizeCacheObject", "SubscribeCacheObject", "TouchCacheObject"]) {
+    const q = await insert({ fileName: "v.txt" });
+    unlinkSync(q);
+    expectError(await t.call(method, { pathName: q, newSize: 10 }), -199, new RegExp(`^${method}: path no longer found in cache: `), q);
+    expectError(await t.call(method, { pathName: q, newSize: 10 }), -199, /object not located/);
+  }
   expect(await typeStatus()).toMatchObject({ numObjs: 0, size: 0 });
 });
 
