@@ -27,6 +27,7 @@ export interface Identity {
 
 /** uid, gid and supplementary groups of a caller's process (null when unknown). */
 export function identityOf(caller: Caller): Identity | null {
+  if (caller.uid === 0) return { uid: 0, gid: 0, groups: [] }; // root: nothing to hand over or check
   if (caller.pid <= 0) return caller.uid >= 0 ? { uid: caller.uid, gid: -1, groups: [] } : null;
   try {
     const status = readFileSync(`/proc/${caller.pid}/status`, "utf8");
