@@ -56,7 +56,7 @@ test("an app dropped into the watched directory handles a view intent; start and
   expect(subscribed).toEqual({ returnValue: true, subscribed: true, intentId });
 
   // The app was launched with the intent (and its ID) as one JSON argument and the bus address.
-  const [launched] = await eventually(() => records(record).length > 0 && records(record));
+  const launched = (await eventually(() => records(record)[0]));
   expect(launched.argc).toBe(5); // --record F --wait-file G, then the launch parameters
   expect(launched.params).toEqual({ intent: { action: "view", uri: "https://example.com/news?id=1", intentId } });
   expect(launched.appId).toBe("com.example.browser");
