@@ -153,12 +153,13 @@ test("the pool follows the directories: install, bad descriptor, fix, remove, a 
 });
 
 test("an application directory that appears after the start is picked up", async () => {
-  const later = join(tempDir(), "not-yet");
+  const parent = tempDir();
+  const later = join(parent, "not-yet");
   await env.start(["intent"], config({ applicationDirs: [apps, later] }));
   expect(names(await call("query", { intent: { name: "com.example.late" } }))).toEqual([]);
   installApp(later, { id: "com.example.late", main: SILENT, intentFilters: [] });
   await eventually(async () => names(await call("query", { intent: { name: "com.example.late" } })).length === 1, 2500);
-  rmSync(later, { recursive: true, force: true });
+  rmSync(parent, { recursive: true, force: true });
 });
 
 test("with nothing configured, <state-dir>/applications is watched", async () => {
