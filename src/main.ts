@@ -92,6 +92,10 @@ async function serve(argv: string[]) {
     checkResponses: flags["--check-responses"] === true || undefined,
   });
   log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName) }, "devservices ready");
+  rt.server.onDisconnect.push(() => {
+    log.fatal("lost the bus; exiting");
+    process.exit(1);
+  });
   await untilSignal();
   log.info("stopping");
   await rt.stop();

@@ -33,6 +33,10 @@ export class BusClient {
   private pushHandlers = new Map<number, { path: string; onMessage: (m: Json) => void; onEnd: () => void; owner?: string }>();
 
   private constructor(readonly bus: MessageBus) {
+    // The bus went away: every subscription has ended.
+    bus.on("disconnected", () => {
+      for (const h of [...this.pushHandlers.values()]) h.onEnd();
+    });
     bus.on("message", (msg: Message) => {
       if (msg.type !== SIGNAL) return;
       if (msg.interface === SUBSCRIPTION_INTERFACE) {

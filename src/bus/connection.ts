@@ -46,8 +46,11 @@ function createConnection(address: string, negotiateUnixFd: boolean): Connection
   Object.defineProperty(self, "unixFd", { get: () => stream.supportsUnixFd });
   stream.on("error", (err) => self.emit("error", err));
   stream.on("end", () => {
+    // Sending on a closed connection throws, so a call's promise rejects at once.
+    self.message = () => {
+      throw new Error("the bus connection is closed");
+    };
     self.emit("end");
-    self.message = () => self.emit("error", new Error("Tried to write a message to a closed stream"));
   });
   self.end = () => {
     stream.end();
@@ -95,10 +98,32 @@ export function connectBus(address: string, opts: { negotiateUnixFd?: boolean } 
   const conn = createConnection(address, opts.negotiateUnixFd ?? true);
   const bus: MessageBus = new MessageBusClass(conn);
   return new Promise((resolve, reject) => {
-    const onError = (e: Error) => reject(e);
-    bus.once("error", onError);
+    let connected = false;
+    // Stream and parse errors end up here; the connection's "end" tells users.
+    bus.on("error", (e: Error) => {
+      if (!connected) reject(e);
+    });
+    conn.on("end", () => {
+      // Calls still waiting for a reply fail now instead of at their timeout.
+      const handlers = (bus as any)._methodReturnHandlers as Record<number, (m: unknown) => void>;
+      for (const serial of Object.keys(handlers)) {
+        const h = handlers[Number(serial)]!;
+        delete handlers[Number(serial)];
+        h(
+          new Message({
+            type: dbus.MessageType.ERROR,
+            replySerial: Number(serial),
+            errorName: "org.freedesktop.DBus.Error.Disconnected",
+            signature: "s",
+            body: ["the bus connection is closed"],
+          } as any),
+        );
+      }
+      if (!connected) reject(new Error("the bus closed the connection"));
+      bus.emit("disconnected");
+    });
     bus.once("connect", () => {
-      bus.off("error", onError);
+      connected = true;
       resolve(bus);
     });
   });

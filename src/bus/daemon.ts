@@ -49,16 +49,14 @@ export async function startPrivateBus(daemon = process.env.DBUS_DAEMON ?? "dbus-
     });
   });
   child.removeAllListeners("exit");
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
   return {
     address,
     pid: child.pid!,
     dir,
     stop: async () => {
-      if (child.exitCode === null) {
-        const done = new Promise((r) => child.once("exit", r));
-        child.kill("SIGTERM");
-        await done;
-      }
+      child.kill("SIGTERM");
+      await exited;
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -95,11 +95,19 @@ export class BusServer {
   private clients = new Map<string, ClientState>();
   private gone = new Set<string>();
   private checkResponses: boolean;
+  disconnected = false;
+  /** Runs when the bus connection is lost (serve exits so that systemd restarts it). */
+  readonly onDisconnect: (() => void)[] = [];
 
   private constructor(readonly bus: MessageBus, readonly address: string, opts: ServerOptions) {
     this.log = opts.log ?? logger("bus");
     this.checkResponses = opts.checkResponses ?? process.env.DEVSERVICES_CHECK_RESPONSES === "1";
     bus.addMethodHandler((msg: Message) => this.onMethodCall(msg));
+    bus.on("disconnected", () => {
+      this.log.error("the bus closed our connection");
+      this.disconnected = true;
+      for (const fn of this.onDisconnect) fn();
+    });
     bus.on("message", (msg: Message) => {
       if (
         msg.type === SIGNAL &&
@@ -214,7 +222,7 @@ export class BusServer {
 
   emitSubscriptionSignal(s: SubscriptionImpl, member: "Push" | "Ended", message?: Json) {
     const body: unknown[] = member === "Push" ? [s.serial, JSON.stringify(message)] : [s.serial];
-    this.bus.send(
+    this.send(
       new Message({
         type: SIGNAL,
         path: s.path,
@@ -337,14 +345,23 @@ export class BusServer {
     }
   }
 
+  /** Sends, unless the connection is gone (then the process is on its way out). */
+  private send(m: Message) {
+    try {
+      this.bus.send(m);
+    } catch (e) {
+      this.log.debug({ err: e }, "not sent");
+    }
+  }
+
   private reply(msg: Message, signature: string, body: unknown[]) {
     if (msg.flags & NO_REPLY_EXPECTED) return;
-    this.bus.send(new Message({ type: METHOD_RETURN, replySerial: msg.serial ?? undefined, destination: msg.sender, signature, body } as any));
+    this.send(new Message({ type: METHOD_RETURN, replySerial: msg.serial ?? undefined, destination: msg.sender, signature, body } as any));
   }
 
   private replyError(msg: Message, name: string, text: string) {
     if (msg.flags & NO_REPLY_EXPECTED) return;
-    this.bus.send(Message.newError(msg as any, name, text));
+    this.send(Message.newError(msg as any, name, text));
   }
 }
 
