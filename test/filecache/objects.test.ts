@@ -1,10 +1,11 @@
 // Cache objects: the object state table (insert, write completion, subscribe,
 // expire, touch, resize, copy) and the object error rows.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, unlinkSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, unlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fcEnv, expectError, BLOCK, FC, type FcEnv } from "./env";
-import { spawnScript, eventually, BUN, ROOT } from "../helpers/harness";
+import { spawnScript, eventually, BUN, ROOT, BINARY } from "../helpers/harness";
 
 const MiB = 1024 * 1024;
 let t: FcEnv;
@@ -228,10 +229,20 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   mkdirSync(open, { mode: 0o777 });
   chmodSync(open, 0o777);
   chmodSync(t.env.stateDir, 0o755);
+  // The other application is the shipped binary's `call`, run from a directory nobody
+  // can reach: the checkout itself may sit in a directory only root may enter.
+  const appDir = mkdtempSync(join(tmpdir(), "fc-nobody-"));
+  chmodSync(appDir, 0o755);
+  const app = join(appDir, "devservices");
+  try {
+    linkSync(BINARY, app);
+  } catch {
+    copyFileSync(BINARY, app);
+  }
   const asNobody = async (payload: object) => {
     const proc = Bun.spawn(
-      ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BUN, join(ROOT, "test/fixtures/filecache-client.ts"), "call", "CopyCacheObject", JSON.stringify(payload)],
-      { env: { ...process.env, DEVSERVICES_BUS: t.env.bus.address, HOME: "/tmp" }, stdout: "pipe", stderr: "inherit" },
+      ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", app, "call", "--bus", t.env.bus.address, `${FC}/CopyCacheObject`, JSON.stringify(payload)],
+      { cwd: appDir, env: { ...process.env, HOME: appDir }, stdout: "pipe", stderr: "inherit" },
     );
     const out = await new Response(proc.stdout).text();
     await proc.exited;
@@ -242,4 +253,5 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   expect(ok.returnValue).toBe(true);
   expect(statSync(ok.newPathName).uid).toBe(65534);
   for (const x of [p, unnamed]) await t.call("ExpireCacheObject", { pathName: x });
+  rmSync(appDir, { recursive: true, force: true });
 });
