@@ -127,7 +127,7 @@ async function call(argv: string[]) {
   const print = (m: unknown) => process.stdout.write(JSON.stringify(m, null, flags["-f"] ? 2 : undefined) + "\n");
   let client: BusClient;
   try {
-    client = await BusClient.connect(resolveBusAddress(flags["--bus"] as string | undefined));
+    client = await BusClient.connect(resolveBusAddress(flags["--bus"] as string | undefined), { timeoutMs: waitMs });
   } catch (e) {
     process.stderr.write(`devservices: cannot connect to the bus: ${(e as Error).message}\n`);
     process.exit(1);

@@ -50,7 +50,7 @@ export class BusClient {
     });
   }
 
-  static async connect(address: string, opts: { negotiateUnixFd?: boolean } = {}): Promise<BusClient> {
+  static async connect(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<BusClient> {
     return new BusClient(await connectBus(address, opts));
   }
 

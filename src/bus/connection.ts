@@ -94,11 +94,16 @@ function createConnection(address: string, negotiateUnixFd: boolean): Connection
 }
 
 /** Opens a bus connection; resolves once Hello has answered (bus.name is set). */
-export function connectBus(address: string, opts: { negotiateUnixFd?: boolean } = {}): Promise<MessageBus> {
+export function connectBus(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<MessageBus> {
   const conn = createConnection(address, opts.negotiateUnixFd ?? true);
   const bus: MessageBus = new MessageBusClass(conn);
   return new Promise((resolve, reject) => {
     let connected = false;
+    const timer = setTimeout(() => {
+      if (connected) return;
+      conn.end();
+      reject(new Error(`no answer from the bus at ${address} within ${opts.timeoutMs ?? 10000} ms`));
+    }, opts.timeoutMs ?? 10000);
     // Stream and parse errors end up here; the connection's "end" tells users.
     bus.on("error", (e: Error) => {
       if (!connected) reject(e);
@@ -124,6 +129,7 @@ export function connectBus(address: string, opts: { negotiateUnixFd?: boolean } 
     });
     bus.once("connect", () => {
       connected = true;
+      clearTimeout(timer);
       resolve(bus);
     });
   });

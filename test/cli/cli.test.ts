@@ -128,3 +128,14 @@ test("the binary runs without the source tree (it carries its bus reader worker)
     .quiet();
   expect(r.stdout.toString()).toBe('{"Message":"alone"}\n');
 });
+
+test("call gives up on a bus that never answers (-w bounds the connection too)", async () => {
+  const path = `${env.stateDir}/silent.sock`;
+  const silent = Bun.listen({ unix: path, socket: { data() {} } });
+  const t0 = performance.now();
+  const r = await run("call", "--bus", `unix:path=${path}`, "-w", "500", "com.vendor.service.testautomation/ping", "{}");
+  silent.stop(true);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain("no answer from the bus");
+  expect(performance.now() - t0).toBeLessThan(3000);
+});
