@@ -34,7 +34,7 @@ export class BusClient {
 
   private constructor(readonly bus: MessageBus) {
     // The bus went away: every subscription has ended.
-    bus.on("disconnected", () => {
+    (bus as unknown as NodeJS.EventEmitter).on("disconnected", () => {
       for (const h of [...this.pushHandlers.values()]) h.onEnd();
     });
     bus.on("message", (msg: Message) => {

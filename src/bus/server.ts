@@ -103,7 +103,7 @@ export class BusServer {
     this.log = opts.log ?? logger("bus");
     this.checkResponses = opts.checkResponses ?? process.env.DEVSERVICES_CHECK_RESPONSES === "1";
     bus.addMethodHandler((msg: Message) => this.onMethodCall(msg));
-    bus.on("disconnected", () => {
+    (bus as unknown as NodeJS.EventEmitter).on("disconnected", () => {
       this.log.error("the bus closed our connection");
       this.disconnected = true;
       for (const fn of this.onDisconnect) fn();
