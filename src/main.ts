@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { resolveBusAddress } from "./bus/connection";
 import { BusClient } from "./bus/client";
 import { parseUri, memberName } from "./bus/wire";
@@ -15,6 +15,8 @@ import { SERVICES, findService } from "./services";
 import type { MethodSpec } from "./core/service";
 import { startRuntime } from "./runtime";
 import pkg from "../package.json" with { type: "json" };
+import demoViewer from "../recipes/apps/com.vendor.demo.viewer/viewer" with { type: "text" };
+import demoViewerInfo from "../recipes/apps/com.vendor.demo.viewer/appinfo.json" with { type: "json" };
 
 const HELP = `devservices ${pkg.version}: the device services of this platform, and their command line.
 
@@ -200,7 +202,9 @@ async function demo(argv: string[]) {
   const log = configureLogging((flags["--log-level"] as string) ?? "warn");
   const board = loadBoard(flags["--board"] as string | undefined);
   const bus = await startPrivateBus();
+  const ownStateDir = flags["--state-dir"] === undefined;
   const stateDir = (flags["--state-dir"] as string) ?? mkdtempSync(join(tmpdir(), "devservices-demo-"));
+  if (board.services.includes("intent")) installDemoApplication(stateDir);
   let rt;
   try {
     rt = await startRuntime({ busAddress: bus.address, board, stateDir, log });
@@ -217,7 +221,10 @@ async function demo(argv: string[]) {
       `call -i com.vendor.service.testautomation/subscribeToEvents '{"subscribe":true}'`,
       `call com.vendor.service.testautomation/handleRequest '{"command":"getRunningAppsAndStages"}'`,
     ],
-    intent: [`call com.vendor.service.intent/query '{}'`],
+    intent: [
+      `call com.vendor.service.intent/query '{}'`,
+      `call -n 2 com.vendor.service.intent/start '{"intent":{"action":"view","uri":"https://example.com"},"subscribe":true}'`,
+    ],
     power2: [`call com.vendor.service.power2/getState '{"subscribe":false}'`, `call -i com.vendor.service.power2/getState '{"subscribe":true}'`],
     filecache: [`call com.vendor.service.filecache/GetCacheStatus '{}'`, `call com.vendor.service.filecache/GetCacheTypes '{}'`],
   };
@@ -240,7 +247,22 @@ async function demo(argv: string[]) {
   await untilSignal();
   await rt.stop();
   await bus.stop();
+  // A state directory the demo made for itself goes with it.
+  if (ownStateDir) rmSync(stateDir, { recursive: true, force: true });
   process.exit(0);
+}
+
+/**
+ * The demo's handler application (recipes/apps/com.vendor.demo.viewer, carried in the
+ * binary): it lands in the state directory's applications/, which the intent service
+ * watches, and calls back through this same binary ($DEVSERVICES).
+ */
+function installDemoApplication(stateDir: string) {
+  const dir = join(stateDir, "applications", "com.vendor.demo.viewer");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "viewer"), demoViewer, { mode: 0o755 });
+  writeFileSync(join(dir, "appinfo.json"), JSON.stringify(demoViewerInfo, null, 2));
+  process.env.DEVSERVICES = process.argv[1]?.startsWith("/$bunfs") ? process.execPath : `${process.execPath} ${process.argv[1]}`;
 }
 
 async function main() {

@@ -2,6 +2,7 @@
 // serve, call (luna-send style), describe, demo, --help.
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { spawn } from "bun";
+import { existsSync } from "node:fs";
 import { testEnv, BINARY, eventually, type Env } from "../helpers/harness";
 
 let env: Env;
@@ -111,8 +112,15 @@ test("demo starts a private bus with the board's services and prints how to reac
   const address = text.match(/DEVSERVICES_BUS='([^']+)'/)![1]!;
   const c = spawn([BINARY, "call", "--bus", address, "com.vendor.service.testautomation/ping", '{"Message":"demo"}'], { stdout: "pipe" });
   expect(await new Response(c.stdout).text()).toBe('{"Message":"demo"}\n');
+  // The demo's handler application answers a view intent.
+  const i = spawn([BINARY, "call", "--bus", address, "-n", "2", "-w", "10000", "com.vendor.service.intent/start", '{"intent":{"action":"view","uri":"https://example.com"},"subscribe":true}'], { stdout: "pipe" });
+  const lines = (await new Response(i.stdout).text()).trim().split("\n").map((l) => JSON.parse(l));
+  expect(lines[1]).toEqual({ returnValue: true, subscribed: true, intentId: lines[0].intentId, result: "viewed https://example.com", from: "com.vendor.demo.viewer" });
+  const stateDir = text.match(/state directory: (\S+)/)![1]!;
+  expect(existsSync(stateDir)).toBe(true);
   p.kill("SIGINT");
   expect(await p.exited).toBe(0);
+  expect(existsSync(stateDir)).toBe(false);
 });
 
 test("the binary runs without the source tree (it carries its bus reader worker)", async () => {
