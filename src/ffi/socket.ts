@@ -18,6 +18,14 @@ export const SIZEOF_IOVEC = 16;
 export const SIZEOF_CMSGHDR = 16;
 export const OFFSETOF_MSGHDR = { msg_name: 0, msg_namelen: 8, msg_iov: 16, msg_iovlen: 24, msg_control: 32, msg_controllen: 40, msg_flags: 48 };
 
+/** Struct layouts (size and member offsets), asserted against the C headers in test/ffi. */
+export const structs = {
+  sockaddr_un: { c: "struct sockaddr_un", size: SIZEOF_SOCKADDR_UN, fields: { sun_family: 0, sun_path: 2 } },
+  msghdr: { c: "struct msghdr", size: SIZEOF_MSGHDR, fields: OFFSETOF_MSGHDR },
+  iovec: { c: "struct iovec", size: SIZEOF_IOVEC, fields: { iov_base: 0, iov_len: 8 } },
+  cmsghdr: { c: "struct cmsghdr", size: SIZEOF_CMSGHDR, fields: { cmsg_len: 0, cmsg_level: 8, cmsg_type: 12 } },
+};
+
 export const CMSG_ALIGN = (n: number) => (n + 7) & ~7;
 export const CMSG_SPACE = (n: number) => SIZEOF_CMSGHDR + CMSG_ALIGN(n);
 export const CMSG_LEN = (n: number) => SIZEOF_CMSGHDR + n;

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import * as drm from "../../src/ffi/drm.ts";
 import { expected, hasGcc, macros, probe } from "./cabi.ts";
 
@@ -7,12 +9,18 @@ import { expected, hasGcc, macros, probe } from "./cabi.ts";
 // linux-headers package (scripts/vboard installs one).
 function drmIncludeDir(): string | undefined {
   if (existsSync("/usr/include/drm/drm_mode.h")) return "/usr/include";
+  if (existsSync("/usr/include/libdrm/drm_mode.h")) {
+    // libdrm-dev keeps them in libdrm/: present that directory as drm/.
+    const dir = mkdtempSync(join(tmpdir(), "drm-include-"));
+    symlinkSync("/usr/include/libdrm", join(dir, "drm"));
+    return dir;
+  }
   const dirs = existsSync("/usr/src") ? readdirSync("/usr/src").filter((d) => d.startsWith("linux-headers-")).sort().reverse() : [];
   for (const d of dirs) if (existsSync(`/usr/src/${d}/include/uapi/drm/drm_mode.h`)) return `/usr/src/${d}/include/uapi`;
   return undefined;
 }
 const inc = drmIncludeDir();
-if (!inc) console.warn("drm.test.ts: no DRM uAPI headers (install linux-headers-amd64 or libdrm-dev); layout checks skipped");
+if (!inc) console.warn("drm.test.ts: no DRM uAPI headers (scripts/setup installs libdrm-dev); layout checks skipped");
 
 describe.skipIf(!hasGcc || !inc)("drm.ts mirrors drm/drm.h and drm/drm_mode.h", () => {
   const consts: Record<string, [string, number]> = {
