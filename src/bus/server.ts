@@ -96,6 +96,8 @@ export class BusServer {
   private gone = new Set<string>();
   private checkResponses: boolean;
   disconnected = false;
+  /** How long host() waits in the queue for a name another connection still holds. */
+  nameWaitMs = 3000;
   /** Runs when the bus connection is lost (serve exits so that systemd restarts it). */
   readonly onDisconnect: (() => void)[] = [];
 
@@ -151,12 +153,30 @@ export class BusServer {
     const members = new Map<string, string>();
     for (const method of Object.keys(spec.api)) members.set(memberName(method), method);
     this.hosted.set(path, { spec, instance, path, members });
-    const [result] = await this.dbusCall("RequestName", "su", [spec.busName, 4 /* DO_NOT_QUEUE */]);
-    if (result !== 1 && result !== 4) {
+    // Queued rather than refused: a predecessor that just died (a restart after a
+    // crash) may still own the name until the daemon has noticed; a live owner keeps it.
+    const [result] = await this.dbusCall("RequestName", "su", [spec.busName, 0]);
+    if (result === 2 /* IN_QUEUE */ && !(await this.waitForName(spec.busName, this.nameWaitMs))) {
+      await this.dbusCall("ReleaseName", "s", [spec.busName]).catch(() => {});
+      this.hosted.delete(path);
+      throw new Error(`bus name ${spec.busName} is owned by another connection`);
+    }
+    if (result === 3 /* EXISTS */) {
       this.hosted.delete(path);
       throw new Error(`bus name ${spec.busName} is owned by another connection`);
     }
     this.log.info({ service: spec.busName, path, methods: members.size }, "service on the bus");
+  }
+
+  /** True once this connection is the name's primary owner, false after timeoutMs. */
+  private async waitForName(name: string, timeoutMs: number): Promise<boolean> {
+    const end = Date.now() + timeoutMs;
+    while (Date.now() < end) {
+      const [owner] = await this.dbusCall("GetNameOwner", "s", [name]).catch(() => [""]);
+      if (owner === this.uniqueName) return true;
+      await Bun.sleep(20);
+    }
+    return false;
   }
 
   async unhost(busName: string): Promise<void> {

@@ -113,3 +113,23 @@ test("D-Bus errors only for transport problems: wrong signature, unknown member"
   ).rejects.toThrow();
   void dbus;
 });
+
+test("a name held by a live connection is refused; one whose owner dies is taken over", async () => {
+  const holder = await env.client();
+  await holder.callRaw({ destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "RequestName", signature: "su", body: ["com.vendor.service.held", 4] });
+  const { BusServer } = await import("../../src/bus/server");
+  const s = await BusServer.connect(env.bus.address);
+  s.nameWaitMs = 300;
+  const spec = { ...fdService.spec, name: "held", busName: "com.vendor.service.held" };
+  const instance = { handlers: { getFd: () => ({ returnValue: true }), tick: () => ({ returnValue: true }) } };
+  await expect(s.host(spec, instance)).rejects.toThrow(/owned by another connection/);
+  // The owner goes away while we wait in the queue: the name becomes ours.
+  s.nameWaitMs = 3000;
+  const hosting = s.host(spec, instance);
+  await Bun.sleep(100);
+  holder.close();
+  await hosting;
+  const c = await env.client();
+  expect(await c.call("held", "tick", {})).toEqual({ returnValue: true });
+  await s.close();
+});
