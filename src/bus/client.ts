@@ -32,10 +32,16 @@ export class BusError extends Error {
 export class BusClient {
   private pushHandlers = new Map<number, { path: string; onMessage: (m: Json) => void; onEnd: () => void; owner?: string }>();
 
+  /** Resolves when the connection has ended (closed here, or the bus went away). */
+  readonly closed: Promise<void>;
+
   private constructor(readonly bus: MessageBus) {
+    let closed!: () => void;
+    this.closed = new Promise((r) => (closed = r));
     // The bus went away: every subscription has ended.
     (bus as unknown as NodeJS.EventEmitter).on("disconnected", () => {
       for (const h of [...this.pushHandlers.values()]) h.onEnd();
+      closed();
     });
     bus.on("message", (msg: Message) => {
       if (msg.type !== SIGNAL) return;

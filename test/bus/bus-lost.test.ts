@@ -2,7 +2,7 @@
 // fail at once; a serving process exits non-zero so that systemd restarts it.
 import { test, expect } from "bun:test";
 import { spawn } from "bun";
-import { testEnv, BINARY, eventually } from "../helpers/harness";
+import { testEnv, spawnScript, BINARY, eventually } from "../helpers/harness";
 import fdService from "../fixtures/fd-service";
 
 test("a client's subscriptions end and its pending calls fail when the bus dies", async () => {
@@ -35,5 +35,17 @@ test("devservices serve exits with status 1 when it loses the bus", async () => 
   await eventually(async () => (await c.call("testautomation", "ping", {}, { timeoutMs: 500 }).catch(() => null)) !== null, 10000, 100);
   process.kill(env.bus.pid, "SIGKILL");
   expect(await p.exited).toBe(1);
+  await env.stop();
+});
+
+test("an application process waiting on its subscription exits when the bus goes away", async () => {
+  const env = await testEnv();
+  const rt = await env.start(["testautomation"]);
+  await rt.server.host(fdService.spec, await fdService.create({} as any));
+  const p = spawnScript("test/fixtures/subscriber.ts", ["fdtest", "tick"], { DEVSERVICES_BUS: env.bus.address });
+  await p.waitFor("message ");
+  process.kill(env.bus.pid, "SIGKILL");
+  const code = await Promise.race([p.proc.exited, Bun.sleep(3000).then(() => "still running")]);
+  expect(code).toBe(0);
   await env.stop();
 });
