@@ -1,5 +1,6 @@
 // Compiles a small C program against the kernel uAPI headers that prints the sizes,
 // member offsets and ioctl numbers an FFI module mirrors, so tests can compare.
+import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -75,3 +76,43 @@ export function macros(ioctls: Record<string, number>): Record<string, string> {
 
 export const hasGcc = Bun.which("gcc") !== null;
 export { existsSync };
+
+/**
+ * The two checks every FFI module gets: its struct layouts, and its ioctl numbers
+ * and constants (name -> [C expression, our value]) against the C headers.
+ */
+export function checkAgainstHeaders(
+  title: string,
+  opts: {
+    headers: string[];
+    includeDirs?: string[];
+    structs: Record<string, StructLayout>;
+    ioctls?: Record<string, number>;
+    consts?: Record<string, [string, number | bigint]>;
+    skip?: boolean;
+  },
+): void {
+  describe.skipIf(!hasGcc || !!opts.skip)(title, () => {
+    const consts = opts.consts ?? {};
+    const abi = probe({
+      headers: opts.headers,
+      includeDirs: opts.includeDirs,
+      structs: opts.structs,
+      values: { ...macros(opts.ioctls ?? {}), ...Object.fromEntries(Object.entries(consts).map(([k, [c]]) => [k, c])) },
+    });
+    test("struct sizes and offsets", () => {
+      const want = expected(opts.structs);
+      expect(abi.sizes).toEqual(want.sizes);
+      expect(abi.offsets).toEqual(want.offsets);
+    });
+    test("ioctl numbers and constants", () => {
+      for (const [k, v] of Object.entries(opts.ioctls ?? {})) expect([k, abi.values[k]]).toEqual([k, v]);
+      for (const [k, [, v]] of Object.entries(consts)) expect([k, abi.values[k]]).toEqual([k, Number(v)]);
+    });
+  });
+}
+
+/** Constants whose C name is their key: { NAME: value } -> { NAME: ["NAME", value] }. */
+export function sameNames(values: Record<string, number | bigint>): Record<string, [string, number | bigint]> {
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, [k, v]]));
+}

@@ -1,31 +1,18 @@
 import { describe, expect, test } from "bun:test";
 import * as gpio from "../../src/ffi/gpio.ts";
-import { expected, hasGcc, macros, probe } from "./cabi.ts";
+import { checkAgainstHeaders } from "./cabi.ts";
 
-describe.skipIf(!hasGcc)("gpio.ts mirrors linux/gpio.h", () => {
-  const abi = probe({
-    headers: ["linux/gpio.h"],
-    structs: gpio.structs,
-    values: {
-      ...macros(gpio.ioctls),
-      GPIO_MAX_NAME_SIZE: "GPIO_MAX_NAME_SIZE", GPIO_V2_LINES_MAX: "GPIO_V2_LINES_MAX",
-      GPIO_V2_LINE_NUM_ATTRS_MAX: "GPIO_V2_LINE_NUM_ATTRS_MAX", LINE_CHANGED_CONFIG: "GPIO_V2_LINE_CHANGED_CONFIG",
-      ...Object.fromEntries(Object.keys(gpio.LineFlag).map((k) => [`LineFlag.${k}`, `GPIO_V2_LINE_FLAG_${k}`])),
-    },
-  });
-  test("struct sizes and offsets", () => {
-    const want = expected(gpio.structs);
-    expect(abi.sizes).toEqual(want.sizes);
-    expect(abi.offsets).toEqual(want.offsets);
-  });
-  test("ioctl numbers and constants", () => {
-    for (const [k, v] of Object.entries(gpio.ioctls)) expect([k, abi.values[k]]).toEqual([k, v]);
-    expect(abi.values.GPIO_MAX_NAME_SIZE).toBe(gpio.GPIO_MAX_NAME_SIZE);
-    expect(abi.values.GPIO_V2_LINES_MAX).toBe(gpio.GPIO_V2_LINES_MAX);
-    expect(abi.values.GPIO_V2_LINE_NUM_ATTRS_MAX).toBe(gpio.GPIO_V2_LINE_NUM_ATTRS_MAX);
-    expect(abi.values.LINE_CHANGED_CONFIG).toBe(gpio.LINE_CHANGED_CONFIG);
-    for (const [k, v] of Object.entries(gpio.LineFlag)) expect([k, abi.values[`LineFlag.${k}`]]).toEqual([k, Number(v)]);
-  });
+checkAgainstHeaders("gpio.ts mirrors linux/gpio.h", {
+  headers: ["linux/gpio.h"],
+  structs: gpio.structs,
+  ioctls: gpio.ioctls,
+  consts: {
+    GPIO_MAX_NAME_SIZE: ["GPIO_MAX_NAME_SIZE", gpio.GPIO_MAX_NAME_SIZE],
+    GPIO_V2_LINES_MAX: ["GPIO_V2_LINES_MAX", gpio.GPIO_V2_LINES_MAX],
+    GPIO_V2_LINE_NUM_ATTRS_MAX: ["GPIO_V2_LINE_NUM_ATTRS_MAX", gpio.GPIO_V2_LINE_NUM_ATTRS_MAX],
+    LINE_CHANGED_CONFIG: ["GPIO_V2_LINE_CHANGED_CONFIG", gpio.LINE_CHANGED_CONFIG],
+    ...Object.fromEntries(Object.entries(gpio.LineFlag).map(([k, v]) => [`LineFlag.${k}`, [`GPIO_V2_LINE_FLAG_${k}`, v]])),
+  },
 });
 
 describe("gpio line config encoding", () => {
