@@ -4,7 +4,6 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { BusServer } from "./bus/server";
 import { BusClient } from "./bus/client";
-import { connectBus } from "./bus/connection";
 import type { Board } from "./core/board";
 import type { ServiceInstance, ServiceModule } from "./core/service";
 import { logger, type Logger } from "./core/log";
@@ -65,4 +64,3 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   return { server, client, services: started, stop };
 }
 
-export { connectBus };

@@ -134,7 +134,3 @@ export function connectBus(address: string, opts: { negotiateUnixFd?: boolean; t
     });
   });
 }
-
-export function busConnection(bus: MessageBus): Connection {
-  return (bus as any)._connection as Connection;
-}

@@ -7,7 +7,7 @@ import { connectBus, Message, type MessageBus } from "./connection";
 import { memberName, objectPath, SUBSCRIPTION_INTERFACE, ERROR_PREFIX } from "./wire";
 import { introspectXml, childNodesXml } from "./introspect";
 import { ServiceError, type Json } from "../core/errors";
-import { FdReply, type Caller, type ServiceInstance, type ServiceSpec, type Subscription, type ServiceModule } from "../core/service";
+import { FdReply, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { logger, type Logger } from "../core/log";
 import { libc } from "../ffi/libc";
 
@@ -383,9 +383,4 @@ export class BusServer {
     if (msg.flags & NO_REPLY_EXPECTED) return;
     this.send(Message.newError(msg as any, name, text));
   }
-}
-
-/** Starts a module's instance on a server. */
-export async function hostModule(server: BusServer, mod: ServiceModule, instance: ServiceInstance) {
-  await server.host(mod.spec, instance);
 }

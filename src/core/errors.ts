@@ -23,11 +23,6 @@ export function fail(code: number | null | undefined, text: string, extra: Json 
   throw new ServiceError({ ...fields, ...extra });
 }
 
-/** Throws a failure response with exactly the given fields (for spec shapes such as `errorMessage`). */
-export function failWith(fields: Json): never {
-  throw new ServiceError(fields);
-}
-
 /** A spec error row kept as data: `errors.ts` files list these. */
 export interface ErrorRow {
   code: number | null;

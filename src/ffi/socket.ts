@@ -1,7 +1,7 @@
 // AF_UNIX stream sockets with SCM_RIGHTS (sys/socket.h, linux/socket.h), for the
 // D-Bus transport: dbus-next's optional native `usocket` does not load in Bun.
 // Layouts are LP64 (x86_64, aarch64); test/ffi/socket.test.ts checks them against gcc.
-import { libc, check, cstr, ptr, read, SysError, errno, EINTR, type Pointer } from "./libc";
+import { libc, check, ptr, SysError, errno, EINTR } from "./libc";
 
 export const AF_UNIX = 1;
 export const SOCK_STREAM = 1;
@@ -137,4 +137,3 @@ export function shutdownSocket(fd: number): void {
   libc.shutdown(fd, SHUT_RDWR);
 }
 
-export { read as _read, type Pointer, cstr };
