@@ -36,7 +36,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   });
   mkdirSync(opts.stateDir, { recursive: true });
   const server = await BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses });
-  const client = BusClient.wrap(server.bus);
+  const client = BusClient.wrap(server.conn);
   const started: Runtime["services"] = [];
   const stop = async () => {
     await server.close();
@@ -51,7 +51,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
         stateDir,
         log: log.child({ service: name }),
         busAddress: opts.busAddress,
-        client,
+        peers: client,
+        leases: server.leases.scope(name),
+        topics: server.topics.scope(name),
         config: (opts.board.serviceConfig?.[name] ?? {}) as Record<string, unknown>,
       });
       await server.host(module.spec, instance);

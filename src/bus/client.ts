@@ -1,12 +1,13 @@
 // Calling services: the CLI, the nub library, tests and services that talk to
-// other services (or to system daemons such as logind) use this one client.
-import dbus from "dbus-next";
-import { connectBus, Message, type MessageBus } from "./connection";
+// other services (or to system daemons such as logind) use this one client. It is
+// also the `Peers` that core hands to services (src/core/service.ts).
+import { connectBus, Connection, BusError, DBUS, METHOD_CALL, SIGNAL, type Message } from "./connection";
 import { busNameOf, memberName, objectPath, SUBSCRIPTION_INTERFACE } from "./wire";
 import type { Json } from "../core/errors";
+import type { Peers } from "../core/service";
+import { parseJson } from "./json";
 
-const { SIGNAL } = dbus.MessageType;
-const DBUS = { destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus" };
+export { BusError } from "./connection";
 
 export interface CallOptions {
   /** Reply timeout in milliseconds (default 25 s, as libdbus). */
@@ -23,35 +24,39 @@ export interface ClientSubscription {
   cancel(): Promise<void>;
 }
 
-export class BusError extends Error {
-  constructor(readonly name: string, message: string) {
-    super(message);
-  }
+export interface RawCall {
+  destination: string;
+  path: string;
+  interface: string;
+  member: string;
+  signature?: string;
+  body?: unknown[];
 }
 
-export class BusClient {
-  private pushHandlers = new Map<number, { path: string; onMessage: (m: Json) => void; onEnd: () => void; owner?: string }>();
+const nameOwnerRule = (name: string) =>
+  `type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='${name}'`;
+
+export class BusClient implements Peers {
+  private pushHandlers = new Map<number, { path: string; onMessage: (m: Json) => void; onEnd: () => void }>();
+  private peerWatchers = new Map<string, Set<() => void>>();
 
   /** Resolves when the connection has ended (closed here, or the bus went away). */
   readonly closed: Promise<void>;
 
-  private constructor(readonly bus: MessageBus) {
-    let closed!: () => void;
-    this.closed = new Promise((r) => (closed = r));
+  private constructor(readonly conn: Connection) {
+    this.closed = conn.closed;
     // The bus went away: every subscription has ended.
-    (bus as unknown as NodeJS.EventEmitter).on("disconnected", () => {
+    conn.onClose(() => {
       for (const h of [...this.pushHandlers.values()]) h.onEnd();
-      closed();
     });
-    bus.on("message", (msg: Message) => {
-      if (msg.type !== SIGNAL) return;
+    conn.onSignal((msg) => {
       if (msg.interface === SUBSCRIPTION_INTERFACE) {
         const h = this.pushHandlers.get(msg.body[0]);
         if (!h || h.path !== msg.path) return;
-        if (msg.member === "Push") h.onMessage(JSON.parse(msg.body[1]));
+        if (msg.member === "Push") h.onMessage(parseJson(msg.body[1]));
         else if (msg.member === "Ended") h.onEnd();
       } else if (msg.sender === "org.freedesktop.DBus" && msg.member === "NameOwnerChanged" && msg.body[2] === "") {
-        for (const h of [...this.pushHandlers.values()]) if (h.owner === msg.body[1]) h.onEnd();
+        for (const fn of [...(this.peerWatchers.get(msg.body[0]) ?? [])]) fn();
       }
     });
   }
@@ -61,25 +66,20 @@ export class BusClient {
   }
 
   /** A client sharing an existing connection (services calling other peers). */
-  static wrap(bus: MessageBus): BusClient {
-    return new BusClient(bus);
+  static wrap(conn: Connection): BusClient {
+    return new BusClient(conn);
   }
 
   get uniqueName(): string {
-    return (this.bus as unknown as { name: string }).name;
+    return this.conn.uniqueName;
   }
 
   /** A plain D-Bus call (for system peers that are not devservices). */
-  async callRaw(
-    m: { destination: string; path: string; interface: string; member: string; signature?: string; body?: unknown[] },
-    opts: CallOptions = {},
-  ): Promise<Message> {
-    const msg = new Message(m);
-    msg.serial = this.bus.newSerial();
-    return this.callRawPrepared(msg, opts);
+  async callRaw(m: RawCall, opts: CallOptions = {}): Promise<Message> {
+    return this.conn.call({ type: METHOD_CALL, signature: "", body: [], ...m }, opts.timeoutMs ?? 25000);
   }
 
-  private message(service: string, method: string, payload: Json | string) {
+  private message(service: string, method: string, payload: Json | string): RawCall {
     const busName = busNameOf(service);
     return {
       destination: busName,
@@ -99,55 +99,45 @@ export class BusClient {
   /** As call(); also returns the fd a passesFd method attached (owned by the caller). */
   async callWithFd(service: string, method: string, payload: Json | string = {}, opts: CallOptions = {}): Promise<{ response: Json; fd?: number }> {
     const reply = await this.callRaw(this.message(service, method, payload), opts);
-    return { response: JSON.parse(reply.body[0]), fd: reply.signature === "sh" ? reply.body[1] : undefined };
+    return { response: parseJson(reply.body[0]), fd: reply.signature === "sh" ? reply.body[1] : undefined };
   }
 
   /**
    * A call with `subscribe: true`: onMessage gets every later message. When the first
    * response is not `subscribed: true`, nothing stays open and `ended` is resolved.
    */
-  async subscribe(
-    service: string,
-    method: string,
-    payload: Json,
-    onMessage: (m: Json) => void,
-    opts: CallOptions = {},
-  ): Promise<ClientSubscription> {
+  async subscribe(service: string, method: string, payload: Json, onMessage: (m: Json) => void, opts: CallOptions = {}): Promise<ClientSubscription> {
     const busName = busNameOf(service);
     const path = objectPath(busName);
-    const m = this.message(service, method, { ...payload, subscribe: true });
-    const msg = new Message(m);
-    const serial = this.bus.newSerial();
-    msg.serial = serial;
+    const serial = this.conn.newSerial();
     let endResolve!: () => void;
     const ended = new Promise<void>((r) => (endResolve = r));
+    let unwatch: (() => void) | undefined;
     const handler = {
       path,
       onMessage,
-      owner: undefined as string | undefined,
       onEnd: () => {
+        if (!this.pushHandlers.has(serial)) return;
         this.pushHandlers.delete(serial);
+        unwatch?.();
         endResolve();
       },
     };
     this.pushHandlers.set(serial, handler);
     let reply: Message;
     try {
-      reply = await this.callRawPrepared(msg, opts);
+      reply = await this.conn.call({ type: METHOD_CALL, ...this.message(service, method, { ...payload, subscribe: true }) }, opts.timeoutMs ?? 25000, serial);
     } catch (e) {
       handler.onEnd();
       throw e;
     }
-    const first = JSON.parse(reply.body[0]);
+    const first = parseJson(reply.body[0]);
     if (first.subscribed !== true) handler.onEnd();
-    else {
-      handler.owner = reply.sender;
-      await this.callRaw({
-        ...DBUS,
-        member: "AddMatch",
-        signature: "s",
-        body: [`type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='${reply.sender}'`],
-      }).catch(() => {});
+    else if (reply.sender) {
+      // The service leaving the bus ends the subscription (one match rule per peer).
+      const stop = await this.watchPeer(reply.sender, handler.onEnd).catch(() => undefined);
+      if (this.pushHandlers.has(serial)) unwatch = stop;
+      else stop?.();
     }
     return {
       first,
@@ -161,28 +151,54 @@ export class BusClient {
     };
   }
 
-  private async callRawPrepared(msg: Message, opts: CallOptions): Promise<Message> {
-    const ms = opts.timeoutMs ?? 25000;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+  async hasOwner(name: string): Promise<boolean> {
+    const r = await this.callRaw({ ...DBUS, member: "NameHasOwner", signature: "s", body: [name] });
+    return r.body[0] === true;
+  }
+
+  /** Runs fn when the peer leaves the bus. One match rule per peer, removed with its last watcher. */
+  async watchPeer(name: string, fn: () => void): Promise<() => void> {
+    let set = this.peerWatchers.get(name);
+    if (!set) this.peerWatchers.set(name, (set = new Set()));
+    set.add(fn);
+    let release: (() => Promise<void>) | undefined;
     try {
-      return await Promise.race([
-        this.bus.call(msg) as Promise<Message>,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            delete (this.bus as any)._methodReturnHandlers[msg.serial!];
-            reject(new BusError("org.freedesktop.DBus.Error.NoReply", `no reply from ${msg.destination} within ${ms} ms`));
-          }, ms);
-        }),
-      ]);
-    } catch (e: any) {
-      if (e instanceof BusError) throw e;
-      throw new BusError(e?.type ?? "org.freedesktop.DBus.Error.Failed", e?.text ?? e?.message ?? String(e));
-    } finally {
-      clearTimeout(timer);
+      release = await this.conn.addMatch(nameOwnerRule(name));
+    } catch (e) {
+      set.delete(fn);
+      if (!set.size) this.peerWatchers.delete(name);
+      throw e;
     }
+    return () => {
+      const s = this.peerWatchers.get(name);
+      if (s?.delete(fn) && !s.size) this.peerWatchers.delete(name);
+      release!().catch(() => {});
+    };
+  }
+
+  async onSignal(
+    match: { sender?: string; path?: string; interface?: string; member?: string },
+    fn: (signal: { sender?: string; path?: string; member?: string; body: any[] }) => void,
+  ): Promise<() => void> {
+    const parts = ["type='signal'"];
+    for (const [k, v] of Object.entries(match)) if (v !== undefined) parts.push(`${k}='${v}'`);
+    const release = await this.conn.addMatch(parts.join(","));
+    const off = this.conn.onSignal((m) => {
+      if (m.type !== SIGNAL) return;
+      if (match.path && m.path !== match.path) return;
+      if (match.interface && m.interface !== match.interface) return;
+      if (match.member && m.member !== match.member) return;
+      // A well-known sender name arrives as the owner's unique name: match on the rest.
+      if (match.sender && match.sender.startsWith(":") && m.sender !== match.sender) return;
+      fn(m);
+    });
+    return () => {
+      off();
+      release().catch(() => {});
+    };
   }
 
   close(): void {
-    this.bus.disconnect();
+    this.conn.close();
   }
 }

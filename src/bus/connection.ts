@@ -1,23 +1,18 @@
-// A dbus-next MessageBus over our SocketStream. This mirrors dbus-next's own
-// createConnection (lib/connection.js) with a transport that can carry fds.
-import { EventEmitter } from "node:events";
-import dbus from "dbus-next";
-import { SocketStream } from "./transport";
-// dbus-next internals: the SASL handshake, the message parser and marshaller.
-// @ts-ignore untyped internal module
-import clientHandshake from "dbus-next/lib/handshake.js";
-// @ts-ignore untyped internal module
-import messageParser from "dbus-next/lib/message.js";
-// @ts-ignore untyped internal module
-import { messageToJsFmt, marshallMessage } from "dbus-next/lib/marshall-compat.js";
-// @ts-ignore untyped internal module
-import MessageBusClass from "dbus-next/lib/bus.js";
+// One D-Bus connection: an AF_UNIX socket (src/ffi/socket.ts) watched by the
+// platform's event source (src/ffi/loop.ts), the SASL EXTERNAL handshake, framing,
+// the serial -> pending call table, and a non-blocking write queue (a peer that
+// stalls fills our queue, never the main thread). Messages are encoded and decoded
+// by codec.ts.
+import { connectUnix, trySend, shutdownSocket, Receiver } from "../ffi/socket";
+import { watch, setNonBlocking, type Watch } from "../ffi/loop";
+import { libc } from "../ffi/libc";
+import { decode, encode, messageLength, METHOD_CALL, METHOD_RETURN, ERROR, SIGNAL, NO_REPLY_EXPECTED, type Message, type Outgoing } from "./codec";
 
-export type MessageBus = dbus.MessageBus;
-export const { Message } = dbus;
-export type Message = dbus.Message;
+export type { Message, Outgoing } from "./codec";
+export { METHOD_CALL, METHOD_RETURN, ERROR, SIGNAL, NO_REPLY_EXPECTED } from "./codec";
 
 export const SYSTEM_BUS_ADDRESS = "unix:path=/run/dbus/system_bus_socket";
+export const DBUS = { destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus" };
 
 /** Resolves "system", "session" or an address to a D-Bus address string. */
 export function resolveBusAddress(spec: string | undefined): string {
@@ -31,106 +26,363 @@ export function resolveBusAddress(spec: string | undefined): string {
   return s;
 }
 
-export interface Connection extends EventEmitter {
-  stream: SocketStream;
-  /** True once the daemon agreed to fd passing on this connection. */
-  readonly unixFd: boolean;
-  message(msg: Message): void;
-  end(): Connection;
+export function parseAddress(address: string): { path: string; abstract: boolean } {
+  for (const entry of address.split(";")) {
+    const [family, rest = ""] = entry.split(/:(.*)/s);
+    if (family !== "unix") continue;
+    const params = Object.fromEntries(
+      rest.split(",").map((kv) => {
+        const i = kv.indexOf("=");
+        return [kv.slice(0, i), decodeURIComponent(kv.slice(i + 1))];
+      }),
+    );
+    if (params.path) return { path: params.path, abstract: false };
+    if (params.abstract) return { path: params.abstract, abstract: true };
+  }
+  throw new Error(`unsupported D-Bus address (only unix:path= and unix:abstract= are supported): ${address}`);
 }
 
-function createConnection(address: string, negotiateUnixFd: boolean): Connection {
-  const self = new EventEmitter() as Connection;
-  const stream = new SocketStream(address, negotiateUnixFd);
-  self.stream = stream;
-  Object.defineProperty(self, "unixFd", { get: () => stream.supportsUnixFd });
-  stream.on("error", (err) => self.emit("error", err));
-  stream.on("end", () => {
-    // Sending on a closed connection throws, so a call's promise rejects at once.
-    self.message = () => {
-      throw new Error("the bus connection is closed");
-    };
-    self.emit("end");
-  });
-  self.end = () => {
-    stream.end();
-    return self;
-  };
-  const queue: Message[] = [];
-  const send = (msg: Message) => {
-    const [data, fds] = marshallMessage(msg) as [Buffer, number[]];
-    if (fds.length && !stream.supportsUnixFd) {
+/** A D-Bus error reply, or a call that could not complete (NoReply, Disconnected). */
+export class BusError extends Error {
+  constructor(readonly name: string, message: string) {
+    super(message);
+  }
+}
+
+interface Pending {
+  resolve: (m: Message) => void;
+  reject: (e: Error) => void;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+/** Most bytes one readable callback takes before letting other fds have their turn. */
+const READ_BUDGET = 1 << 20;
+
+export class Connection {
+  uniqueName = "";
+  /** True once the daemon agreed to fd passing on this connection. */
+  unixFd = false;
+  isClosed = false;
+  /** Method calls addressed to us. */
+  onCall: (m: Message) => void = () => {};
+  private signalListeners = new Set<(m: Message) => void>();
+  private closeListeners: (() => void)[] = [];
+  readonly closed: Promise<void>;
+  private resolveClosed!: () => void;
+
+  private readonly fd: number;
+  private readonly w: Watch;
+  private readonly rx: Receiver;
+  private inbuf: Buffer = Buffer.alloc(0);
+  private fdq: number[] = [];
+  private out: { data: Buffer; fds: number[]; owned: boolean }[] = [];
+  private outOff = 0;
+  private flushQueued = false;
+  private serial = 0;
+  private pending = new Map<number, Pending>();
+  private authLines: ((line: string) => void)[] = [];
+  private authenticated = false;
+
+  private constructor(address: string) {
+    this.closed = new Promise((r) => (this.resolveClosed = r));
+    const { path, abstract } = parseAddress(address);
+    this.fd = connectUnix(path, abstract);
+    setNonBlocking(this.fd);
+    this.rx = new Receiver(this.fd);
+    this.w = watch(this.fd, { readable: () => this.onReadable(), writable: () => this.flush() });
+  }
+
+  /** Connects, authenticates and says Hello; resolves once the unique name is known. */
+  static async open(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<Connection> {
+    const c = new Connection(address);
+    const ms = opts.timeoutMs ?? 10000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        c.handshake(opts.negotiateUnixFd ?? true),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer from the bus at ${address} within ${ms} ms`)), ms);
+        }),
+      ]);
+    } catch (e) {
+      c.close();
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+    return c;
+  }
+
+  private async handshake(negotiateUnixFd: boolean): Promise<void> {
+    const line = () => new Promise<string>((resolve) => this.authLines.push(resolve));
+    const uid = Buffer.from(String(libc.getuid())).toString("hex");
+    this.writeRaw(Buffer.from(`\0AUTH EXTERNAL ${uid}\r\n`, "latin1"));
+    const ok = await line();
+    if (!ok.startsWith("OK ")) throw new Error(`the bus refused authentication: ${ok}`);
+    if (negotiateUnixFd) {
+      this.writeRaw(Buffer.from("NEGOTIATE_UNIX_FD\r\n", "latin1"));
+      this.unixFd = (await line()).startsWith("AGREE_UNIX_FD");
+    }
+    this.writeRaw(Buffer.from("BEGIN\r\n", "latin1"));
+    this.authenticated = true;
+    const [name] = (await this.call({ ...DBUS, type: METHOD_CALL, member: "Hello", signature: "", body: [] })).body;
+    this.uniqueName = name;
+  }
+
+  newSerial(): number {
+    this.serial = (this.serial + 1) >>> 0 || 1;
+    return this.serial;
+  }
+
+  /**
+   * Queues a message; returns its serial. Throws when the connection is closed.
+   * With ownFds the connection closes the message's fds once they are sent.
+   */
+  send(m: Outgoing, serial = this.newSerial(), ownFds = false): number {
+    if (this.isClosed) throw new BusError("org.freedesktop.DBus.Error.Disconnected", "the bus connection is closed");
+    const { data, fds } = encode(m, serial);
+    if (fds.length && !this.unixFd) {
       // The daemon drops a connection that sends fds it did not agree to carry.
       throw new Error("file descriptor passing was not negotiated on this connection");
     }
-    stream.write(fds.length ? { data, fds } : data);
-  };
-  self.message = (msg) => void queue.push(msg);
-  stream.once("connect", () =>
-    clientHandshake(stream, {}, (error: Error | null, guid: string) => {
-      if (error) return self.emit("error", error);
-      (self as any).guid = guid;
-      self.message = send;
-      for (const m of queue.splice(0)) send(m);
-      self.emit("connect");
-      messageParser.unmarshalMessages(
-        stream,
-        (raw: unknown) => {
-          let msg: Message;
-          try {
-            msg = new Message(messageToJsFmt(raw));
-          } catch (err) {
-            self.emit("error", err);
-            return;
-          }
-          self.emit("message", msg);
-        },
-        {},
-      );
-      if (stream.readableLength) stream.emit("readable");
-    }),
-  );
-  return self;
+    this.writeRaw(data, fds, ownFds);
+    return serial;
+  }
+
+  /** Sends a method call and resolves with its reply; a D-Bus error rejects (BusError). */
+  call(m: Outgoing, timeoutMs = 25000, serial = this.newSerial()): Promise<Message> {
+    return new Promise((resolve, reject) => {
+      const p: Pending = { resolve, reject };
+      if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
+        p.timer = setTimeout(() => {
+          this.pending.delete(serial);
+          reject(new BusError("org.freedesktop.DBus.Error.NoReply", `no reply from ${m.destination} within ${timeoutMs} ms`));
+        }, timeoutMs);
+      }
+      this.pending.set(serial, p);
+      try {
+        this.send({ ...m, type: METHOD_CALL }, serial);
+      } catch (e) {
+        this.pending.delete(serial);
+        clearTimeout(p.timer);
+        reject(e instanceof BusError ? e : new BusError("org.freedesktop.DBus.Error.Failed", String((e as Error).message)));
+      }
+    });
+  }
+
+  private matches = new Map<string, { refs: number; added: Promise<void> }>();
+
+  /**
+   * Adds a match rule, reference-counted: the daemon sees one AddMatch per distinct
+   * rule and one RemoveMatch when its last user releases it. A refused AddMatch
+   * throws (the system bus limits the rules of a connection).
+   */
+  async addMatch(rule: string): Promise<() => Promise<void>> {
+    let m = this.matches.get(rule);
+    if (m) m.refs++;
+    else {
+      const added = this.call({ ...DBUS, type: METHOD_CALL, member: "AddMatch", signature: "s", body: [rule] }).then(() => {});
+      m = { refs: 1, added };
+      this.matches.set(rule, m);
+      added.catch(() => this.matches.get(rule) === m && this.matches.delete(rule));
+    }
+    await m.added;
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      const cur = this.matches.get(rule);
+      if (!cur || --cur.refs > 0) return;
+      this.matches.delete(rule);
+      if (!this.isClosed) await this.call({ ...DBUS, type: METHOD_CALL, member: "RemoveMatch", signature: "s", body: [rule] });
+    };
+  }
+
+  /** Distinct match rules this connection has added (tests check none leak). */
+  get matchRules(): number {
+    return this.matches.size;
+  }
+
+  onSignal(fn: (m: Message) => void): () => void {
+    this.signalListeners.add(fn);
+    return () => this.signalListeners.delete(fn);
+  }
+
+  onClose(fn: () => void): void {
+    if (this.isClosed) fn();
+    else this.closeListeners.push(fn);
+  }
+
+  /** Calls waiting for their reply (tests check nothing leaks). */
+  get pendingCalls(): number {
+    return this.pending.size;
+  }
+
+  // ---- writing ------------------------------------------------------------------
+
+  private writeRaw(data: Buffer, fds: number[] = [], ownFds = false): void {
+    this.out.push({ data, fds, owned: ownFds });
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      // One write per tick: replies and signals made in the same tick go out together.
+      queueMicrotask(() => {
+        this.flushQueued = false;
+        this.flush();
+      });
+    }
+  }
+
+  private flush(): void {
+    while (this.out.length && !this.isClosed) {
+      const head = this.out[0]!;
+      if (this.outOff === 0 && !head.fds.length && this.out.length > 1 && !this.out[1]!.fds.length) {
+        // Coalesce the messages without fds that follow into one buffer, one sendmsg.
+        let k = 1;
+        let size = head.data.length;
+        while (k < this.out.length && !this.out[k]!.fds.length && size < 1 << 18) size += this.out[k++]!.data.length;
+        const data = Buffer.concat(this.out.slice(0, k).map((e) => e.data), size);
+        this.out.splice(0, k, { data, fds: [], owned: false });
+        continue;
+      }
+      const chunk = this.outOff ? head.data.subarray(this.outOff) : head.data;
+      let n: number;
+      try {
+        n = trySend(this.fd, chunk, this.outOff ? [] : head.fds);
+      } catch {
+        this.close();
+        return;
+      }
+      if (n === 0) {
+        this.w.want({ writable: true });
+        return;
+      }
+      if (this.outOff === 0 && head.owned) {
+        // The kernel holds its own references to the fds now.
+        for (const fd of head.fds) libc.close(fd);
+        head.owned = false;
+      }
+      if (n < chunk.length) {
+        this.outOff += n;
+        this.w.want({ writable: true });
+        return;
+      }
+      this.out.shift();
+      this.outOff = 0;
+    }
+    this.w.want({ writable: false });
+  }
+
+  // ---- reading ------------------------------------------------------------------
+
+  private onReadable(): void {
+    let budget = READ_BUDGET;
+    while (budget > 0 && !this.isClosed) {
+      let got: { data: Buffer; fds: number[] } | null;
+      try {
+        got = this.rx.tryRecv();
+      } catch (e) {
+        if (process.env.DEBUG_BUS) console.error("recv failed", this.uniqueName, e);
+        this.close();
+        return;
+      }
+      if (!got) break;
+      if (got.data.length === 0) {
+        if (process.env.DEBUG_BUS) console.error("EOF on", this.uniqueName);
+        this.close();
+        return;
+      }
+      budget -= got.data.length;
+      this.fdq.push(...got.fds);
+      this.inbuf = this.inbuf.length ? Buffer.concat([this.inbuf, got.data]) : got.data;
+      if (!this.authenticated) this.readAuthLines();
+      else this.parse();
+    }
+  }
+
+  private readAuthLines(): void {
+    for (;;) {
+      const i = this.inbuf.indexOf("\r\n");
+      if (i < 0) return;
+      const line = this.inbuf.toString("latin1", 0, i);
+      this.inbuf = this.inbuf.subarray(i + 2);
+      this.authLines.shift()?.(line);
+      if (this.authenticated) return this.parse();
+    }
+  }
+
+  private parse(): void {
+    let off = 0;
+    const buf = this.inbuf;
+    try {
+      for (;;) {
+        const len = messageLength(buf, off);
+        if (!len || buf.length - off < len) break;
+        const m = decode(buf.subarray(off, off + len), (n) => this.fdq.splice(0, n));
+        off += len;
+        this.deliver(m);
+        if (this.isClosed) return;
+      }
+    } catch (e) {
+      // A message we cannot frame: the stream is lost.
+      console.error("bus: unreadable message, closing the connection:", e);
+      this.close();
+      return;
+    }
+    this.inbuf = off === buf.length ? Buffer.alloc(0) : off ? Buffer.from(buf.subarray(off)) : buf;
+  }
+
+  private deliver(m: Message): void {
+    if (m.type === METHOD_RETURN || m.type === ERROR) {
+      const p = this.pending.get(m.replySerial!);
+      if (!p) {
+        for (const fd of m.fds) libc.close(fd);
+        return;
+      }
+      this.pending.delete(m.replySerial!);
+      clearTimeout(p.timer);
+      if (m.type === ERROR) p.reject(new BusError(m.errorName ?? "org.freedesktop.DBus.Error.Failed", String(m.body[0] ?? m.errorName)));
+      else p.resolve(m);
+    } else if (m.type === METHOD_CALL) {
+      this.onCall(m);
+    } else if (m.type === SIGNAL) {
+      for (const fn of [...this.signalListeners]) {
+        try {
+          fn(m);
+        } catch (e) {
+          console.error("bus: a signal listener failed:", e);
+        }
+      }
+    }
+  }
+
+  /** Closes the connection: pending calls fail at once, close listeners run. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.w.close();
+    shutdownSocket(this.fd);
+    libc.close(this.fd);
+    for (const fd of this.fdq.splice(0)) libc.close(fd);
+    for (const e of this.out.splice(0)) if (e.owned) for (const fd of e.fds) libc.close(fd);
+    for (const [, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new BusError("org.freedesktop.DBus.Error.Disconnected", "the bus connection is closed"));
+    }
+    this.pending.clear();
+    for (const fn of this.closeListeners.splice(0)) {
+      try {
+        fn();
+      } catch (e) {
+        console.error("bus: a close listener failed:", e);
+      }
+    }
+    this.resolveClosed();
+  }
 }
 
-/** Opens a bus connection; resolves once Hello has answered (bus.name is set). */
-export function connectBus(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<MessageBus> {
-  const conn = createConnection(address, opts.negotiateUnixFd ?? true);
-  const bus: MessageBus = new MessageBusClass(conn);
-  return new Promise((resolve, reject) => {
-    let connected = false;
-    const timer = setTimeout(() => {
-      if (connected) return;
-      conn.end();
-      reject(new Error(`no answer from the bus at ${address} within ${opts.timeoutMs ?? 10000} ms`));
-    }, opts.timeoutMs ?? 10000);
-    // Stream and parse errors end up here; the connection's "end" tells users.
-    bus.on("error", (e: Error) => {
-      if (!connected) reject(e);
-    });
-    conn.on("end", () => {
-      // Calls still waiting for a reply fail now instead of at their timeout.
-      const handlers = (bus as any)._methodReturnHandlers as Record<number, (m: unknown) => void>;
-      for (const serial of Object.keys(handlers)) {
-        const h = handlers[Number(serial)]!;
-        delete handlers[Number(serial)];
-        h(
-          new Message({
-            type: dbus.MessageType.ERROR,
-            replySerial: Number(serial),
-            errorName: "org.freedesktop.DBus.Error.Disconnected",
-            signature: "s",
-            body: ["the bus connection is closed"],
-          } as any),
-        );
-      }
-      if (!connected) reject(new Error("the bus closed the connection"));
-      bus.emit("disconnected");
-    });
-    bus.once("connect", () => {
-      connected = true;
-      clearTimeout(timer);
-      resolve(bus);
-    });
-  });
+/** Opens a bus connection (authenticated, Hello answered). */
+export function connectBus(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<Connection> {
+  return Connection.open(address, opts);
 }
+
+export { NO_REPLY_EXPECTED as NO_REPLY };

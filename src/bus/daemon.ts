@@ -36,7 +36,7 @@ export async function startPrivateBus(daemon = process.env.DBUS_DAEMON ?? "dbus-
   const conf = join(dir, "bus.conf");
   writeFileSync(conf, privateBusConfig(dir));
   const child: ChildProcess = spawn(daemon, ["--config-file", conf, "--nofork", "--print-address=1", "--nopidfile"], {
-    stdio: ["ignore", "pipe", "ignore"],
+    stdio: ["ignore", "pipe", process.env.DEBUG_BUS ? "inherit" : "ignore"],
   });
   const address = await new Promise<string>((resolve, reject) => {
     let out = "";

@@ -11,6 +11,10 @@ const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replac
 const STANDARD = `  <interface name="org.freedesktop.DBus.Introspectable">
     <method name="Introspect"><arg name="xml_data" type="s" direction="out"/></method>
   </interface>
+  <interface name="org.freedesktop.DBus.Properties">
+    <method name="Get"><arg name="interface_name" type="s" direction="in"/><arg name="property_name" type="s" direction="in"/><arg name="value" type="v" direction="out"/></method>
+    <method name="GetAll"><arg name="interface_name" type="s" direction="in"/><arg name="props" type="a{sv}" direction="out"/></method>
+  </interface>
   <interface name="org.freedesktop.DBus.Peer">
     <method name="Ping"/>
     <method name="GetMachineId"><arg name="machine_uuid" type="s" direction="out"/></method>

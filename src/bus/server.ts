@@ -1,19 +1,19 @@
 // Hosts services on one bus connection: owns their names, dispatches calls to
-// handlers, keeps subscriptions, knows each caller's uid/pid, and runs the one
-// per-client cleanup hook when a caller's connection goes away.
-import dbus from "dbus-next";
+// handlers (payload limits, JSON, schema, access rule, handler), keeps
+// subscriptions, knows each caller's uid/pid, and releases everything a caller held
+// (its subscriptions and its leases, in every service) when its connection goes.
 import { z } from "zod";
-import { connectBus, Message, type MessageBus } from "./connection";
+import { connectBus, Connection, DBUS, METHOD_CALL, METHOD_RETURN, SIGNAL, ERROR, NO_REPLY_EXPECTED, type Message, type Outgoing } from "./connection";
 import { memberName, objectPath, SUBSCRIPTION_INTERFACE, ERROR_PREFIX } from "./wire";
 import { introspectXml, childNodesXml } from "./introspect";
+import { parsePayload, stringifyJson } from "./json";
 import { ServiceError, type Json } from "../core/errors";
 import { FdReply, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
+import { allowed, describeRule } from "../core/access";
+import { LeaseRegistry } from "../core/leases";
+import { TopicCatalog } from "../core/topics";
 import { logger, type Logger } from "../core/log";
 import { libc } from "../ffi/libc";
-
-const { METHOD_CALL, SIGNAL, METHOD_RETURN } = dbus.MessageType;
-const NO_REPLY_EXPECTED = dbus.MessageFlag.NO_REPLY_EXPECTED;
-const DBUS = { destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus" };
 
 interface Hosted {
   spec: ServiceSpec;
@@ -91,6 +91,10 @@ export interface ServerOptions {
 
 export class BusServer {
   readonly log: Logger;
+  /** Per-client ownership, shared by every hosted service (each in its own key space). */
+  readonly leases = new LeaseRegistry();
+  /** The subscription catalog, shared likewise. */
+  readonly topics = new TopicCatalog();
   private hosted = new Map<string, Hosted>(); // by object path
   private clients = new Map<string, ClientState>();
   private gone = new Set<string>();
@@ -101,50 +105,49 @@ export class BusServer {
   /** Runs when the bus connection is lost (serve exits so that systemd restarts it). */
   readonly onDisconnect: (() => void)[] = [];
 
-  private constructor(readonly bus: MessageBus, readonly address: string, opts: ServerOptions) {
+  private constructor(readonly conn: Connection, readonly address: string, opts: ServerOptions) {
     this.log = opts.log ?? logger("bus");
     this.checkResponses = opts.checkResponses ?? process.env.DEVSERVICES_CHECK_RESPONSES === "1";
-    bus.addMethodHandler((msg: Message) => this.onMethodCall(msg));
-    (bus as unknown as NodeJS.EventEmitter).on("disconnected", () => {
+    this.leases.onError = (e, lease) => this.log.error({ err: e, lease: lease.key, owner: lease.owner }, "releasing a lease failed");
+    conn.onCall = (msg) => this.onMethodCall(msg);
+    conn.onClose(() => {
       this.log.error("the bus closed our connection");
       this.disconnected = true;
       for (const fn of this.onDisconnect) fn();
     });
-    bus.on("message", (msg: Message) => {
-      if (
-        msg.type === SIGNAL &&
-        msg.sender === "org.freedesktop.DBus" &&
-        msg.member === "NameOwnerChanged" &&
-        msg.body[2] === ""
-      ) {
-        this.onNameGone(msg.body[0]);
-      }
+    conn.onSignal((msg) => {
+      if (msg.sender === "org.freedesktop.DBus" && msg.member === "NameOwnerChanged" && msg.body[2] === "") this.onNameGone(msg.body[0]);
     });
   }
 
   static async connect(address: string, opts: ServerOptions = {}): Promise<BusServer> {
-    const bus = await connectBus(address, { negotiateUnixFd: true });
-    const server = new BusServer(bus, address, opts);
-    await server.dbusCall("AddMatch", "s", [
-      "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''",
-    ]);
+    const conn = await connectBus(address, { negotiateUnixFd: true });
+    const server = new BusServer(conn, address, opts);
+    // One rule for every client's departure (arg2 = "": the name has no new owner).
+    await conn.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''");
     return server;
   }
 
   get uniqueName(): string {
-    return (this.bus as unknown as { name: string }).name;
+    return this.conn.uniqueName;
   }
 
-  /** Live callers and open subscriptions (tests check that nothing leaks). */
-  stats(): { clients: number; subscriptions: number } {
+  /** Live callers, open subscriptions, leases and catalog entries (tests check that nothing leaks). */
+  stats(): { clients: number; subscriptions: number; leases: number; topics: number; matchRules: number; pendingCalls: number } {
     let subscriptions = 0;
     for (const c of this.clients.values()) subscriptions += c.subscriptions.size;
-    return { clients: this.clients.size, subscriptions };
+    return {
+      clients: this.clients.size,
+      subscriptions,
+      leases: this.leases.count(),
+      topics: this.topics.count(),
+      matchRules: this.conn.matchRules,
+      pendingCalls: this.conn.pendingCalls,
+    };
   }
 
   private async dbusCall(member: string, signature: string, body: unknown[]): Promise<any[]> {
-    const reply = await this.bus.call(new Message({ ...DBUS, member, signature, body }));
-    return reply!.body;
+    return (await this.conn.call({ ...DBUS, type: METHOD_CALL, member, signature, body })).body;
   }
 
   /** Exports a service at its object path and takes its bus name. */
@@ -183,16 +186,19 @@ export class BusServer {
     const path = objectPath(busName);
     const h = this.hosted.get(path);
     if (!h) return;
-    for (const c of this.clients.values())
-      for (const s of [...c.subscriptions.values()]) if (s.path === path) s.end();
+    for (const c of this.clients.values()) for (const s of [...c.subscriptions.values()]) if (s.path === path) s.end();
     this.hosted.delete(path);
-    await this.dbusCall("ReleaseName", "s", [busName]).catch(() => {});
-    await h.instance.stop?.();
+    if (!this.conn.isClosed) await this.dbusCall("ReleaseName", "s", [busName]).catch(() => {});
+    try {
+      await h.instance.stop?.();
+    } finally {
+      this.leases.releasePrefix(`${h.spec.name}/`);
+    }
   }
 
   async close(): Promise<void> {
     for (const h of [...this.hosted.values()]) await this.unhost(h.spec.busName);
-    this.bus.disconnect();
+    this.conn.close();
   }
 
   // ---- callers -------------------------------------------------------------
@@ -209,31 +215,31 @@ export class BusServer {
   private async credentials(name: string): Promise<Caller> {
     try {
       const [creds] = await this.dbusCall("GetConnectionCredentials", "s", [name]);
-      return { name, uid: Number(creds.UnixUserID?.value ?? -1), pid: Number(creds.ProcessID?.value ?? -1) };
+      const gids = creds.UnixGroupIDs?.value;
+      return {
+        name,
+        uid: Number(creds.UnixUserID?.value ?? -1),
+        pid: Number(creds.ProcessID?.value ?? -1),
+        ...(Array.isArray(gids) ? { gids: gids.map(Number) } : {}),
+      };
     } catch {
       // Already gone: the call is answered into the void and cleanup runs.
       return { name, uid: -1, pid: -1 };
     }
   }
 
-  private async onNameGone(name: string) {
+  private onNameGone(name: string) {
     if (!name.startsWith(":")) return;
     const c = this.clients.get(name);
-    if (!c) return;
-    this.gone.add(name);
-    if (this.gone.size > 4096) this.gone.delete(this.gone.values().next().value!);
     this.clients.delete(name);
-    for (const s of [...c.subscriptions.values()]) s.finish();
-    for (const h of this.hosted.values()) await this.runCleanup(h, name);
-    this.log.debug({ client: name }, "client gone, its state released");
-  }
-
-  private async runCleanup(h: Hosted, name: string) {
-    try {
-      await h.instance.clientGone?.(name);
-    } catch (e) {
-      this.log.error({ err: e, service: h.spec.busName, client: name }, "client cleanup failed");
+    if (c) {
+      this.gone.add(name);
+      if (this.gone.size > 4096) this.gone.delete(this.gone.values().next().value!);
+      for (const s of [...c.subscriptions.values()]) s.finish();
     }
+    // Leases may belong to a name that never called us (a registered client id's owner).
+    const n = this.leases.releaseOwner(name);
+    if (c || n) this.log.debug({ client: name, leases: n }, "client gone, its state released");
   }
 
   forget(s: SubscriptionImpl) {
@@ -241,69 +247,70 @@ export class BusServer {
   }
 
   emitSubscriptionSignal(s: SubscriptionImpl, member: "Push" | "Ended", message?: Json) {
-    const body: unknown[] = member === "Push" ? [s.serial, JSON.stringify(message)] : [s.serial];
-    this.send(
-      new Message({
-        type: SIGNAL,
-        path: s.path,
-        interface: SUBSCRIPTION_INTERFACE,
-        member,
-        destination: s.caller.name,
-        signature: member === "Push" ? "us" : "u",
-        body,
-      }),
-    );
+    this.send({
+      type: SIGNAL,
+      path: s.path,
+      interface: SUBSCRIPTION_INTERFACE,
+      member,
+      destination: s.caller.name,
+      signature: member === "Push" ? "us" : "u",
+      body: member === "Push" ? [s.serial, stringifyJson(message)] : [s.serial],
+    });
   }
 
   // ---- dispatch --------------------------------------------------------------
 
-  private onMethodCall(msg: Message): boolean {
-    if (msg.type !== METHOD_CALL) return false;
+  private onMethodCall(msg: Message): void {
     const path = msg.path!;
     const h = this.hosted.get(path);
-    if (msg.interface === "org.freedesktop.DBus.Introspectable" && msg.member === "Introspect") {
+    const iface = msg.interface;
+    if (iface === "org.freedesktop.DBus.Introspectable" && msg.member === "Introspect") {
       const xml = h ? introspectXml(h.spec) : childNodesXml(path, [...this.hosted.keys()]);
-      if (xml === null) return false;
-      this.reply(msg, "s", [xml]);
-      return true;
+      if (xml === null) return this.unknown(msg);
+      return this.reply(msg, "s", [xml]);
     }
-    if (!h) return false;
-    if (msg.interface === SUBSCRIPTION_INTERFACE && msg.member === "Cancel" && msg.signature === "u") {
+    if (iface === "org.freedesktop.DBus.Peer") {
+      if (msg.member === "Ping") return this.reply(msg, "", []);
+      if (msg.member === "GetMachineId") return this.reply(msg, "s", [machineId()]);
+    }
+    if (!h) return this.unknown(msg);
+    if (iface === "org.freedesktop.DBus.Properties") {
+      // Services have no D-Bus properties: GetAll answers an empty set.
+      if (msg.member === "GetAll") return this.reply(msg, "a{sv}", [{}]);
+      if (msg.member === "Get" || msg.member === "Set")
+        return this.replyError(msg, "org.freedesktop.DBus.Error.UnknownProperty", `${h.spec.busName} has no D-Bus properties; its API is its methods`);
+    }
+    if (iface === SUBSCRIPTION_INTERFACE && msg.member === "Cancel" && msg.signature === "u") {
       const s = this.clients.get(msg.sender!)?.subscriptions.get(msg.body[0]);
       if (s && s.path === path) s.finish();
-      this.reply(msg, "b", [!!s]);
-      return true;
+      return this.reply(msg, "b", [!!s]);
     }
-    if (msg.interface && msg.interface !== h.spec.busName) return false;
+    if (iface && iface !== h.spec.busName) return this.unknown(msg);
     const method = h.members.get(msg.member!);
-    if (!method) return false;
+    if (!method) return this.unknown(msg);
     if (msg.signature !== "s") {
-      this.replyError(msg, "org.freedesktop.DBus.Error.InvalidArgs", `${msg.member} takes one string (the JSON payload), got '${msg.signature ?? ""}'`);
-      return true;
+      for (const fd of msg.fds) libc.close(fd);
+      return this.replyError(msg, "org.freedesktop.DBus.Error.InvalidArgs", `${msg.member} takes one string (the JSON payload), got '${msg.signature ?? ""}'`);
     }
+    for (const fd of msg.fds) libc.close(fd);
     this.dispatch(h, method, msg).catch((e) => {
       this.log.error({ err: e, method }, "dispatch failed");
       this.replyError(msg, `${ERROR_PREFIX}.Failed`, String(e?.message ?? e));
     });
-    return true;
   }
 
   private async dispatch(h: Hosted, method: string, msg: Message) {
     const spec = h.spec.api[method]!;
     const c = this.client(msg.sender!);
     const caller = await c.caller;
-    const log = this.log.child({ service: h.spec.name, method, caller: caller.name });
     let response: Json | FdReply;
     let subscription: SubscriptionImpl | undefined;
-    const text: string = msg.body[0];
-    let payload: unknown;
-    try {
-      payload = text.trim() === "" ? {} : JSON.parse(text);
-    } catch (e) {
-      payload = undefined;
-      response = { returnValue: false, ...h.spec.badRequest(method, { kind: "json", message: (e as Error).message }) };
-    }
-    if (payload !== undefined) {
+    const parsed0 = parsePayload(msg.body[0] as string);
+    if ("problem" in parsed0) {
+      if (parsed0.problem.kind === "limits") this.log.warn({ service: h.spec.name, method, caller: caller.name, problem: parsed0.problem.message }, "request refused");
+      response = { returnValue: false, ...h.spec.badRequest(method, parsed0.problem) };
+    } else {
+      const payload = parsed0.value;
       if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
         response = { returnValue: false, ...h.spec.badRequest(method, { kind: "json", message: "payload must be a JSON object" }) };
       } else {
@@ -313,74 +320,107 @@ export class BusServer {
           const missing = issue.code === "invalid_type" && valueAt(payload, issue.path) === undefined ? String(issue.path.at(-1)) : undefined;
           response = {
             returnValue: false,
-            ...h.spec.badRequest(method, { kind: "schema", message: z.prettifyError(parsed.error), missing, path: issue.path as any }),
+            ...h.spec.badRequest(method, { kind: "schema", message: z.prettifyError(parsed.error), missing, path: issue.path as (string | number)[] }),
           };
         } else {
-          if (spec.subscribable && (payload as Json).subscribe === true) {
-            subscription = new SubscriptionImpl(this, `${caller.name}/${msg.serial}`, caller, method, msg.serial!, h.path);
-            c.subscriptions.set(msg.serial!, subscription);
-          }
-          try {
-            response = await h.instance.handlers[method]!(parsed.data, { caller, method, subscription });
-          } catch (e) {
-            if (e instanceof ServiceError) response = e.response();
-            else {
-              log.error({ err: e }, "handler failed");
-              response = { returnValue: false, ...h.spec.internalError(method, e) };
+          const rule = h.instance.access?.[method] ?? spec.access;
+          if (!(await allowed(rule, caller, parsed.data))) {
+            this.log.info({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, rule: describeRule(rule) }, "caller refused by the method's access rule");
+            response = h.spec.denied
+              ? { returnValue: false, ...h.spec.denied(method, caller) }
+              : { returnValue: false, errorText: `Permission denied: ${method} is for ${describeRule(rule)}` };
+          } else {
+            if ((spec.subscribable && (payload as Json).subscribe === true) || spec.alwaysSubscribes) {
+              subscription = new SubscriptionImpl(this, `${caller.name}/${msg.serial}`, caller, method, msg.serial, h.path);
+              c.subscriptions.set(msg.serial, subscription);
+            }
+            try {
+              response = await h.instance.handlers[method]!(parsed.data, { caller, method, subscription });
+            } catch (e) {
+              if (e instanceof ServiceError) response = e.response();
+              else {
+                this.log.error({ err: e, service: h.spec.name, method, caller: caller.name }, "handler failed");
+                response = { returnValue: false, ...h.spec.internalError(method, e) };
+              }
             }
           }
         }
       }
     }
-    const json = response! instanceof FdReply ? response!.response : response!;
+    const json = response instanceof FdReply ? response.response : response;
     if (this.checkResponses) {
       const r = spec.response.safeParse(json);
       if (!r.success) {
-        log.error({ response: json, problem: z.prettifyError(r.error) }, "response does not match its schema");
+        this.log.error({ service: h.spec.name, method, response: json, problem: z.prettifyError(r.error) }, "response does not match its schema");
         subscription?.finish();
+        if (response instanceof FdReply && response.closeAfterSend) libc.close(response.fd);
         this.replyError(msg, `${ERROR_PREFIX}.ResponseSchema`, `${method} response does not match its schema: ${z.prettifyError(r.error)}`);
         return;
       }
     }
     const keep = subscription && subscription.active && json.subscribed === true;
     if (subscription && !keep) subscription.finish();
-    if (response! instanceof FdReply) {
+    if (response instanceof FdReply) {
       try {
-        this.reply(msg, "sh", [JSON.stringify(json), response!.fd]);
+        this.reply(msg, "sh", [stringifyJson(json), response.fd], response.closeAfterSend);
       } catch (e) {
+        if (response.closeAfterSend) libc.close(response.fd);
         this.replyError(msg, `${ERROR_PREFIX}.FdPassing`, String((e as Error).message));
-      } finally {
-        if (response!.closeAfterSend) libc.close(response!.fd);
       }
     } else {
       // Also the failure of an fd method: it answers `s` alone (docs/bus.md).
-      this.reply(msg, "s", [JSON.stringify(json)]);
+      this.reply(msg, "s", [stringifyJson(json)]);
     }
     if (keep) subscription!.open();
-    log.debug({ returnValue: json.returnValue }, "answered");
     // The caller vanished while we worked: whatever the handler just took is released.
     if (this.gone.has(caller.name)) {
       subscription?.finish();
-      await this.runCleanup(h, caller.name);
+      this.leases.releaseOwner(caller.name);
     }
   }
 
   /** Sends, unless the connection is gone (then the process is on its way out). */
-  private send(m: Message) {
+  private send(m: Outgoing, ownFds = false) {
     try {
-      this.bus.send(m);
+      this.conn.send(m, undefined, ownFds);
     } catch (e) {
+      if (ownFds) for (const fd of m.fds ?? []) libc.close(fd);
       this.log.debug({ err: e }, "not sent");
     }
   }
 
-  private reply(msg: Message, signature: string, body: unknown[]) {
-    if (msg.flags & NO_REPLY_EXPECTED) return;
-    this.send(new Message({ type: METHOD_RETURN, replySerial: msg.serial ?? undefined, destination: msg.sender, signature, body } as any));
+  private reply(msg: Message, signature: string, body: unknown[], ownFds = false) {
+    if (msg.flags & NO_REPLY_EXPECTED) {
+      if (ownFds) for (const v of body) if (typeof v === "number" && signature.includes("h")) libc.close(v);
+      return;
+    }
+    if (signature.includes("h") && !this.conn.unixFd) throw new Error("file descriptor passing was not negotiated on this connection");
+    const fds = signature.includes("h") ? body.filter((_, i) => signature[i] === "h") as number[] : [];
+    this.send({ type: METHOD_RETURN, replySerial: msg.serial, destination: msg.sender, signature, body, fds }, ownFds);
   }
 
   private replyError(msg: Message, name: string, text: string) {
     if (msg.flags & NO_REPLY_EXPECTED) return;
-    this.send(Message.newError(msg as any, name, text));
+    this.send({ type: ERROR, errorName: name, replySerial: msg.serial, destination: msg.sender, signature: "s", body: [text] });
   }
+
+  private unknown(msg: Message) {
+    this.replyError(
+      msg,
+      "org.freedesktop.DBus.Error.UnknownMethod",
+      `No such method '${msg.member}' in interface '${msg.interface ?? ""}' at object path '${msg.path}' (signature '${msg.signature}')`,
+    );
+  }
+}
+
+let machineIdCache: string | undefined;
+function machineId(): string {
+  if (machineIdCache === undefined) {
+    try {
+      machineIdCache = require("node:fs").readFileSync("/etc/machine-id", "utf8").trim();
+    } catch {
+      machineIdCache = "";
+    }
+  }
+  return machineIdCache!;
 }

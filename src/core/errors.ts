@@ -32,3 +32,8 @@ export interface ErrorRow {
 export function raise(row: ErrorRow, extra: Json = {}): never {
   fail(row.code, row.text, extra);
 }
+
+/** The success response: returnValue true plus the method's fields (the one response-shape helper). */
+export function ok<T extends Json = {}>(fields?: T): { returnValue: true } & T {
+  return { returnValue: true, ...(fields as T) };
+}

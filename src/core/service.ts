@@ -1,32 +1,45 @@
-// What a service is, independent of the bus: a spec API (schemas per method, in
-// the service's schemas.ts), a handler per method, and one per-client cleanup hook.
+// What a service is, independent of the bus: a spec API (schemas per method, in the
+// service's schemas.ts, with who may call each), typed handlers, and the shared
+// platform pieces it is created with (leases, topics, configuration, logging).
 // src/bus/ hosts these on D-Bus; services never import dbus-next.
 import { z } from "zod";
 import type { Json } from "./errors";
 import type { Logger } from "./log";
 import type { Board } from "./board";
+import type { AccessRule } from "./access";
+import type { Leases } from "./leases";
+import type { Topics } from "./topics";
 
-export interface MethodSpec {
+export interface MethodSpec<Req extends z.ZodType = z.ZodType, Res extends z.ZodType = z.ZodType> {
   /** One line for --help and describe. */
   summary: string;
   /** The request payload schema: the single source of truth for validation and docs. */
-  request: z.ZodType;
+  request: Req;
   /** The response schema (success and failure shapes). */
-  response: z.ZodType;
+  response: Res;
   /** True when `subscribe: true` keeps the call open. */
   subscribable?: boolean;
+  /** Every successful call is a subscription, whatever the payload says (the spec's "always true"). */
+  alwaysSubscribes?: boolean;
   /** True when the reply carries a file descriptor (D-Bus out signature `sh`). */
   passesFd?: boolean;
+  /** Who may call it (default: any caller). A service may override it from configuration. */
+  access?: AccessRule;
   /** Platform API level the method exists from. */
   level?: number;
 }
 
-export type Api = Record<string, MethodSpec>;
+/** Builds a method spec keeping its schema types (for typed handlers). */
+export function method<Req extends z.ZodType, Res extends z.ZodType>(m: MethodSpec<Req, Res>): MethodSpec<Req, Res> {
+  return m;
+}
+
+export type Api = Record<string, MethodSpec<any, any>>;
 
 /** How a request that is not valid JSON or fails its schema is answered. */
 export type BadRequest = (
   method: string,
-  problem: { kind: "json" | "schema"; message: string; missing?: string; path?: (string | number)[] },
+  problem: { kind: "json" | "schema" | "limits"; message: string; missing?: string; path?: (string | number)[] },
 ) => Json;
 
 export interface ServiceSpec<A extends Api = Api> {
@@ -39,6 +52,8 @@ export interface ServiceSpec<A extends Api = Api> {
   badRequest: BadRequest;
   /** How an unexpected failure inside a handler is answered (the spec's "unknown error" row). */
   internalError(method: string, error: unknown): Json;
+  /** How a caller that the method's access rule refuses is answered. */
+  denied?(method: string, caller: Caller): Json;
 }
 
 export interface Caller {
@@ -46,6 +61,8 @@ export interface Caller {
   name: string;
   uid: number;
   pid: number;
+  /** Group ids when the bus daemon reported them (else read from /proc when needed). */
+  gids?: number[];
 }
 
 /** A kept-open call (`subscribe: true`). Messages go to the subscribing caller only. */
@@ -64,26 +81,34 @@ export interface Subscription {
 export interface Call {
   caller: Caller;
   method: string;
-  /** Present when the payload had `subscribe: true` (a JSON boolean) on a subscribable method. */
+  /** Present when the call is a subscription (`subscribe: true`, or alwaysSubscribes). */
   subscription?: Subscription;
 }
 
 /** A reply that carries a file descriptor (methods with passesFd). */
-export class FdReply {
+export class FdReply<R = Json> {
   constructor(
-    public readonly response: Json,
+    public readonly response: R,
     public readonly fd: number,
     /** Close our copy once sent (for fds made just for this reply). */
     public readonly closeAfterSend = true,
   ) {}
 }
 
-export type Handler = (req: any, call: Call) => Json | FdReply | Promise<Json | FdReply>;
+export type RequestOf<M extends MethodSpec> = z.output<M["request"]>;
+export type ResponseOf<M extends MethodSpec> = z.input<M["response"]>;
+type Answer<R> = R | FdReply<R>;
+
+/** A handler: the validated request in, the method's response (or a thrown ServiceError) out. */
+export type Handler<M extends MethodSpec = MethodSpec> = (
+  req: RequestOf<M>,
+  call: Call,
+) => Answer<ResponseOf<M>> | Promise<Answer<ResponseOf<M>>>;
 
 export interface ServiceInstance<A extends Api = Api> {
-  handlers: { [K in keyof A]: Handler };
-  /** The per-client cleanup hook: the caller's connection is gone; release all it held. */
-  clientGone?(caller: string): void | Promise<void>;
+  handlers: { [K in keyof A]: Handler<A[K]> };
+  /** Access rules replacing the spec's defaults (from the service's configuration). */
+  access?: Partial<Record<keyof A & string, AccessRule>>;
   stop?(): void | Promise<void>;
 }
 
@@ -94,10 +119,34 @@ export interface ServiceContext {
   log: Logger;
   /** Address of the bus this process serves on (for calling other services or system peers). */
   busAddress: string;
-  /** Bus client of this process, for calls to other services and system daemons. */
-  client: import("../bus/client").BusClient;
+  /** Calling other services and system daemons. */
+  peers: Peers;
+  /** Per-client ownership (released when the owner's connection goes away). */
+  leases: Leases;
+  /** The subscription catalog of this service. */
+  topics: Topics;
   /** Per-service configuration from the board recipe's `services.<name>` section. */
   config: Json;
+}
+
+/** Calling peers on the bus: what core needs of the bus client, without importing it. */
+export interface Peers {
+  /** Calls a devservices method with a JSON payload. */
+  call(service: string, method: string, payload?: Json | string, opts?: { timeoutMs?: number }): Promise<Json>;
+  /** A plain D-Bus call (system daemons): the reply's body values. */
+  callRaw(
+    m: { destination: string; path: string; interface: string; member: string; signature?: string; body?: unknown[] },
+    opts?: { timeoutMs?: number },
+  ): Promise<{ signature: string; body: any[]; sender?: string }>;
+  /** Whether a bus name has an owner now. */
+  hasOwner(name: string): Promise<boolean>;
+  /** Runs fn when the named peer (a unique or well-known name) leaves the bus; returns an unwatch. */
+  watchPeer(name: string, fn: () => void): Promise<() => void>;
+  /** Receives D-Bus signals matching the rule's fields; returns an unsubscribe. */
+  onSignal(
+    match: { sender?: string; path?: string; interface?: string; member?: string },
+    fn: (signal: { sender?: string; path?: string; member?: string; body: any[] }) => void,
+  ): Promise<() => void>;
 }
 
 export interface ServiceModule<A extends Api = Api> {

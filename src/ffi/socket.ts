@@ -1,7 +1,7 @@
 // AF_UNIX stream sockets with SCM_RIGHTS (sys/socket.h, linux/socket.h), for the
 // D-Bus transport: dbus-next's optional native `usocket` does not load in Bun.
 // Layouts are LP64 (x86_64, aarch64); test/ffi/socket.test.ts checks them against gcc.
-import { libc, check, ptr, SysError, errno, EINTR } from "./libc";
+import { libc, check, ptr, SysError, errno, EINTR, EAGAIN } from "./libc";
 
 export const AF_UNIX = 1;
 export const SOCK_STREAM = 1;
@@ -9,6 +9,7 @@ export const SOCK_CLOEXEC = 0o2000000;
 export const SOL_SOCKET = 1;
 export const SCM_RIGHTS = 1;
 export const MSG_NOSIGNAL = 0x4000;
+export const MSG_DONTWAIT = 0x40;
 export const MSG_CMSG_CLOEXEC = 0x40000000;
 export const SHUT_RDWR = 2;
 
@@ -105,14 +106,20 @@ export class Receiver {
     this.data = Buffer.alloc(size);
     ({ msg: this.msg, iov: this.iov } = buildMsghdr(this.data, this.control));
   }
+  /** Non-blocking recvmsg: null when nothing is there yet (EAGAIN), else as recv(). */
+  tryRecv(): { data: Buffer; fds: number[] } | null {
+    return this.recv(MSG_DONTWAIT);
+  }
   /** Blocking recvmsg: bytes (empty at end of stream) and any fds that came with them. */
-  recv(): { data: Buffer; fds: number[] } {
+  recv(flags?: number): { data: Buffer; fds: number[] };
+  recv(flags = 0): { data: Buffer; fds: number[] } | null {
     this.msg.writeBigUInt64LE(BigInt(this.control.length), OFFSETOF_MSGHDR.msg_controllen);
     let n: number;
     for (;;) {
-      n = Number(libc.recvmsg(this.fd, ptr(this.msg), MSG_CMSG_CLOEXEC));
+      n = Number(libc.recvmsg(this.fd, ptr(this.msg), MSG_CMSG_CLOEXEC | flags));
       if (n >= 0) break;
       const e = errno();
+      if (e === EAGAIN && flags & MSG_DONTWAIT) return null;
       if (e !== EINTR) throw new SysError("recvmsg", e);
     }
     const fds: number[] = [];
@@ -130,6 +137,30 @@ export class Receiver {
     }
     void this.iov;
     return { data: Buffer.from(this.data.subarray(0, n)), fds };
+  }
+}
+
+/**
+ * One non-blocking sendmsg of `data` with `fds` (fds go with the first byte): the
+ * number of bytes the kernel took, or 0 when the socket is full (EAGAIN).
+ */
+export function trySend(fd: number, data: Uint8Array, fds: number[] = []): number {
+  let control: Buffer | null = null;
+  if (fds.length) {
+    control = Buffer.alloc(CMSG_SPACE(4 * fds.length));
+    control.writeBigUInt64LE(BigInt(CMSG_LEN(4 * fds.length)), 0);
+    control.writeInt32LE(SOL_SOCKET, 8);
+    control.writeInt32LE(SCM_RIGHTS, 12);
+    fds.forEach((f, i) => control!.writeInt32LE(f, SIZEOF_CMSGHDR + 4 * i));
+  }
+  const { msg, iov } = buildMsghdr(data, control);
+  for (;;) {
+    const n = Number(libc.sendmsg(fd, ptr(msg), MSG_NOSIGNAL | MSG_DONTWAIT));
+    void iov;
+    if (n >= 0) return n;
+    const e = errno();
+    if (e === EAGAIN) return 0;
+    if (e !== EINTR) throw new SysError("sendmsg", e);
   }
 }
 

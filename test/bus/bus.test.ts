@@ -1,11 +1,10 @@
 // The bus layer: fd passing between processes, subscriptions (cancel, disconnect,
 // service-side end), caller identity, and refusing fds without negotiation.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import dbus from "dbus-next";
 import { testEnv, spawnScript, eventually, type Env } from "../helpers/harness";
 import fdService from "../fixtures/fd-service";
 import { BusClient } from "../../src/bus/client";
-import { Message } from "../../src/bus/connection";
+import { DBUS, METHOD_CALL } from "../../src/bus/connection";
 import { objectPath } from "../../src/bus/wire";
 
 let env: Env;
@@ -30,15 +29,8 @@ test("busctl sees the fd method's reply signature sh", async () => {
 test("a connection that did not negotiate fd passing refuses to send one", async () => {
   const c = await BusClient.connect(env.bus.address, { negotiateUnixFd: false });
   env.clients.push(c);
-  const msg = new Message({
-    destination: "org.freedesktop.DBus",
-    path: "/org/freedesktop/DBus",
-    interface: "org.freedesktop.DBus",
-    member: "GetId",
-    signature: "h",
-    body: [0],
-  });
-  expect(() => c.bus.send(msg)).toThrow(/file descriptor passing was not negotiated/);
+  const msg = { ...DBUS, type: METHOD_CALL, member: "GetId", signature: "h", body: [0] };
+  expect(() => c.conn.send(msg)).toThrow(/file descriptor passing was not negotiated/);
   // The connection is still usable afterwards: the daemon never saw the fd.
   expect((await c.call("testautomation", "ping", { Message: "still here" })).Message).toBe("still here");
 });
@@ -48,7 +40,7 @@ test("subscription messages reach only the subscriber; cancel stops them and fre
   const b = await env.client();
   const got: unknown[] = [];
   let bGot = 0;
-  b.bus.on("message", (m: any) => m.member === "Push" && bGot++);
+  b.conn.onSignal((m) => void (m.member === "Push" && bGot++));
   const base = env.rt!.server.stats().subscriptions;
   const sub = await a.subscribe("fdtest", "tick", {}, (m) => got.push(m));
   expect(sub.first).toEqual({ returnValue: true, subscribed: true });
@@ -99,7 +91,9 @@ test("handlers know the caller's unique name, uid and pid", async () => {
   await env.rt!.server.host(spec, { handlers: { getFd: (_r: any, call: any) => (seen.push(call.caller), { returnValue: true }), tick: () => ({ returnValue: true }) } });
   const a = await env.client();
   await a.call("whoami", "getFd", { text: "" });
-  expect(seen[0]).toEqual({ name: a.uniqueName, uid: process.getuid!(), pid: process.pid });
+  expect(seen[0]).toMatchObject({ name: a.uniqueName, uid: process.getuid!(), pid: process.pid });
+  // The daemon reports the groups too (dbus >= 1.14); the access check uses them.
+  expect(seen[0].gids).toContain(process.getgid!());
 });
 
 test("D-Bus errors only for transport problems: wrong signature, unknown member", async () => {
@@ -111,7 +105,6 @@ test("D-Bus errors only for transport problems: wrong signature, unknown member"
   await expect(
     a.callRaw({ destination: "com.vendor.service.testautomation", path, interface: "com.vendor.service.testautomation", member: "nope", signature: "s", body: ["{}"] }),
   ).rejects.toThrow();
-  void dbus;
 });
 
 test("a name held by a live connection is refused; one whose owner dies is taken over", async () => {

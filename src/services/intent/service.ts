@@ -58,10 +58,10 @@ export default defineService({
     const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs, pollMs: 1000 });
     registry.start();
 
-    const appManager = new AppManagerLauncher(ctx.client, cfg.applicationManager, cfg.launchTimeoutMs);
+    const appManager = new AppManagerLauncher(ctx.peers, cfg.applicationManager, cfg.launchTimeoutMs);
     const exec = new ExecLauncher(ctx.busAddress, ctx.log.child({ component: "launcher" }));
     const launcher: Launcher =
-      cfg.launcher === "exec" ? exec : cfg.launcher === "applicationmanager" ? appManager : new AutoLauncher(ctx.client, cfg.applicationManager, appManager, exec);
+      cfg.launcher === "exec" ? exec : cfg.launcher === "applicationmanager" ? appManager : new AutoLauncher(ctx.peers, cfg.applicationManager, appManager, exec);
 
     // Running intents, oldest activity first (a Map keeps insertion order; touch() re-inserts).
     const intents = new Map<number, RunningIntent>();

@@ -63,7 +63,7 @@ export default defineService({
     const backend: PowerBackend = await openBackend({
       choice: options.backend,
       boardBackend: ctx.board.backend,
-      client: ctx.client,
+      client: ctx.peers,
       busAddress: ctx.busAddress,
       logindBus: options.logindBus,
       log: ctx.log,

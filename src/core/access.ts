@@ -1,0 +1,77 @@
+// Authorization as data: each method declares who may call it (MethodSpec.access,
+// overridable per instance from configuration), and dispatch checks it once before
+// the handler, the way hostnamed makes one authorization call at the top of each
+// privileged handler. The layer's D-Bus policy says the same where policy can.
+import { readFileSync, statSync } from "node:fs";
+import type { Caller } from "./service";
+
+export type AccessRule =
+  /** Anyone who can reach the service (the default). */
+  | "any"
+  /** uid 0 only. */
+  | "root"
+  /** Root, or a member (primary or supplementary) of one of the named groups. */
+  | { groups: string[] }
+  /** A decision on the caller and the validated request (e.g. an appId list). */
+  | { test: (caller: Caller, request: any) => boolean | Promise<boolean>; describe: string };
+
+/** Root or members of the group. */
+export const group = (...groups: string[]): AccessRule => ({ groups });
+
+export function describeRule(rule: AccessRule | undefined): string {
+  if (!rule || rule === "any") return "any caller";
+  if (rule === "root") return "root";
+  if ("groups" in rule) return `root or group ${rule.groups.join(" or ")}`;
+  return rule.describe;
+}
+
+export async function allowed(rule: AccessRule | undefined, caller: Caller, request: unknown): Promise<boolean> {
+  if (!rule || rule === "any") return true;
+  if (rule === "root") return caller.uid === 0;
+  if ("groups" in rule) {
+    if (caller.uid === 0) return true;
+    const gids = callerGroups(caller);
+    return rule.groups.some((g) => {
+      const gid = groupId(g);
+      return gid !== undefined && gids.includes(gid);
+    });
+  }
+  return await rule.test(caller, request);
+}
+
+/** The caller's gids: from the bus daemon when it said, else the process's status. */
+export function callerGroups(caller: Caller): number[] {
+  if (caller.gids) return caller.gids;
+  if (caller.pid <= 0) return [];
+  try {
+    const status = readFileSync(`/proc/${caller.pid}/status`, "utf8");
+    const gid = /^Gid:\s+(\d+)/m.exec(status)?.[1];
+    const groups = /^Groups:\s*(.*)$/m.exec(status)?.[1] ?? "";
+    const out = groups.split(/\s+/).filter(Boolean).map(Number);
+    if (gid !== undefined) out.push(Number(gid));
+    return out;
+  } catch {
+    return [];
+  }
+}
+
+let groupCache: { mtimeMs: number; byName: Map<string, number> } | undefined;
+
+/** A group's gid from /etc/group (re-read when the file changes). */
+export function groupId(name: string, file = process.env.DEVSERVICES_GROUP_FILE ?? "/etc/group"): number | undefined {
+  if (/^\d+$/.test(name)) return Number(name);
+  try {
+    const m = statSync(file).mtimeMs;
+    if (!groupCache || groupCache.mtimeMs !== m) {
+      const byName = new Map<string, number>();
+      for (const line of readFileSync(file, "utf8").split("\n")) {
+        const [n, , gid] = line.split(":");
+        if (n && gid !== undefined && /^\d+$/.test(gid)) byName.set(n, Number(gid));
+      }
+      groupCache = { mtimeMs: m, byName };
+    }
+    return groupCache.byName.get(name);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,196 @@
+// The platform's event source: every fd the process waits on (the bus socket, GPIO
+// line requests, V4L2 devices, netlink and uevent sockets, ttys, inotify, eventfds)
+// is watched here, and its callback runs on the main thread when the fd is ready.
+// Nothing blocks the main thread: callbacks do non-blocking reads (until EAGAIN, or
+// as much as they want: a watch is level-triggered, so data left unread is reported
+// again).
+//
+// How: one epoll instance, waited on by one poller thread (poller-worker.ts), which
+// sends [id, events] records over a socket pair that Bun's own event loop reads on
+// the main thread. Each watch is EPOLLONESHOT and re-armed after its callback, so
+// the poller never spins on an fd the main thread has not served yet.
+import { ptr } from "bun:ffi";
+import { check, libc } from "./libc";
+import {
+  epollLib, putEvent, SIZEOF_EPOLL_EVENT, EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLPRI, EPOLLRDHUP,
+  EPOLLONESHOT, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, EPOLL_CLOEXEC,
+} from "./epoll";
+
+export interface WatchHandlers {
+  /** The fd is readable (or has an error/hang-up pending: the read will tell). */
+  readable?: () => void;
+  /** The fd is writable (only while `writable` interest is on). */
+  writable?: () => void;
+  /** Exceptional condition (EPOLLPRI: V4L2 events, sysfs attributes). */
+  priority?: () => void;
+}
+
+export interface WatchOptions {
+  /** Interest at start; default readable (and priority when a handler is given). */
+  readable?: boolean;
+  writable?: boolean;
+  /** Whether this watch keeps the process alive (default true). */
+  ref?: boolean;
+}
+
+export interface Watch {
+  readonly fd: number;
+  readonly closed: boolean;
+  /** Changes the interest; a watch with none stays registered but silent. */
+  want(interest: { readable?: boolean; writable?: boolean }): void;
+  /** Stops watching (call before closing the fd). */
+  close(): void;
+}
+
+interface Entry {
+  id: number;
+  fd: number;
+  handlers: WatchHandlers;
+  mask: number;
+  ref: boolean;
+  closed: boolean;
+  running: boolean;
+  watch: Watch;
+}
+
+const ep = epollLib();
+let epfd = -1;
+let nextId = 0;
+const entries = new Map<number, Entry>();
+let socket: { ref(): void; unref(): void } | undefined;
+let refs = 0;
+let starting: Promise<void> | undefined;
+const evbuf = new Uint8Array(SIZEOF_EPOLL_EVENT);
+const evview = new DataView(evbuf.buffer);
+let partial = new Uint8Array(0);
+
+/** Statistics for tests and benchmarks. */
+export const loopStats = { watches: () => entries.size, dispatched: 0 };
+
+function ctl(op: number, fd: number, mask: number, id: number): void {
+  putEvent(evview, 0, mask, id);
+  check(`epoll_ctl(${fd})`, () => ep.epoll_ctl(epfd, op, fd, op === EPOLL_CTL_DEL ? null : ptr(evbuf)));
+}
+
+function start(): void {
+  if (epfd >= 0) return;
+  epfd = check("epoll_create1", () => ep.epoll_create1(EPOLL_CLOEXEC));
+  const pair = new Int32Array(2);
+  check("socketpair", () => libc.socketpair(1 /* AF_UNIX */, 1 /* SOCK_STREAM */ | 0o2000000 /* SOCK_CLOEXEC */, 0, ptr(pair)));
+  const worker = new Worker(pollerUrl());
+  worker.unref();
+  worker.postMessage({ epfd, out: pair[1] });
+  starting = Bun.connect({
+    fd: pair[0]!,
+    socket: { data: (_s: unknown, chunk: Uint8Array) => onRecords(chunk) },
+  } as any).then((s: any) => {
+    socket = s;
+    if (refs === 0) s.unref();
+  });
+}
+
+/**
+ * The worker's entry point. The compiled binary carries it as a second entry point
+ * inside its own filesystem (scripts/build.ts); from source it sits beside this file.
+ */
+function pollerUrl(): string {
+  if (Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/")) return "./ffi/poller-worker.ts"; // relative to src/
+  return new URL("./poller-worker.ts", import.meta.url).href;
+}
+
+function onRecords(chunk: Uint8Array): void {
+  let data = chunk;
+  if (partial.length) {
+    data = new Uint8Array(partial.length + chunk.length);
+    data.set(partial);
+    data.set(chunk, partial.length);
+  }
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const whole = data.length - (data.length % 8);
+  for (let o = 0; o < whole; o += 8) dispatch(view.getUint32(o, true), view.getUint32(o + 4, true));
+  partial = whole === data.length ? new Uint8Array(0) : data.slice(whole);
+}
+
+function dispatch(id: number, events: number): void {
+  const e = entries.get(id);
+  if (!e || e.closed) return;
+  loopStats.dispatched++;
+  e.running = true;
+  try {
+    if (events & EPOLLPRI && e.handlers.priority) e.handlers.priority();
+    if (!e.closed && events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP) && e.handlers.readable) e.handlers.readable();
+    if (!e.closed && events & (EPOLLOUT | EPOLLERR | EPOLLHUP) && e.mask & EPOLLOUT && e.handlers.writable) e.handlers.writable();
+  } catch (err) {
+    console.error(`event source: the callback of fd ${e.fd} failed:`, err);
+  } finally {
+    e.running = false;
+    if (!e.closed) arm(e);
+  }
+}
+
+function arm(e: Entry): void {
+  if (e.mask) ctl(EPOLL_CTL_MOD, e.fd, e.mask | EPOLLONESHOT, e.id);
+}
+
+function setRef(delta: number): void {
+  refs += delta;
+  if (!socket) return;
+  if (refs > 0) socket.ref();
+  else socket.unref();
+}
+
+/** Watches fd; its callbacks run on the main thread. The fd should be O_NONBLOCK. */
+export function watch(fd: number, handlers: WatchHandlers, opts: WatchOptions = {}): Watch {
+  start();
+  const id = (nextId = (nextId + 1) >>> 0 || 1);
+  let mask = 0;
+  if ((opts.readable ?? true) && handlers.readable) mask |= EPOLLIN | EPOLLRDHUP;
+  if (handlers.priority) mask |= EPOLLPRI;
+  if (opts.writable) mask |= EPOLLOUT;
+  const e: Entry = {
+    id, fd, handlers, mask, ref: opts.ref ?? true, closed: false, running: false,
+    watch: {
+      fd,
+      get closed() {
+        return e.closed;
+      },
+      want(interest) {
+        if (e.closed) return;
+        let m = e.mask;
+        if (interest.readable !== undefined) m = interest.readable ? m | EPOLLIN | EPOLLRDHUP : m & ~(EPOLLIN | EPOLLRDHUP);
+        if (interest.writable !== undefined) m = interest.writable ? m | EPOLLOUT : m & ~EPOLLOUT;
+        if (m === e.mask) return;
+        e.mask = m;
+        if (!e.running) ctl(EPOLL_CTL_MOD, e.fd, m ? m | EPOLLONESHOT : 0, e.id);
+      },
+      close() {
+        if (e.closed) return;
+        e.closed = true;
+        entries.delete(e.id);
+        if (e.ref) setRef(-1);
+        try {
+          ctl(EPOLL_CTL_DEL, e.fd, 0, e.id);
+        } catch {
+          // Already closed by its owner: the kernel dropped it from the set.
+        }
+      },
+    },
+  };
+  ctl(EPOLL_CTL_ADD, fd, mask ? mask | EPOLLONESHOT : 0, id);
+  entries.set(id, e);
+  if (e.ref) setRef(1);
+  return e.watch;
+}
+
+/** Resolves once the event source is up (its poller thread and the socket pair). */
+export function loopReady(): Promise<void> {
+  start();
+  return starting!;
+}
+
+/** Sets O_NONBLOCK on fd. */
+export function setNonBlocking(fd: number): void {
+  const F_GETFL = 3, F_SETFL = 4, O_NONBLOCK = 0o4000;
+  const flags = check("fcntl(F_GETFL)", () => libc.fcntl(fd, F_GETFL, 0));
+  check("fcntl(F_SETFL)", () => libc.fcntl(fd, F_SETFL, flags | O_NONBLOCK));
+}
