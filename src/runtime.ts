@@ -36,10 +36,14 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   });
   mkdirSync(opts.stateDir, { recursive: true });
   const server = await BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses });
-  const client = BusClient.wrap(server.conn);
+  // Calls to peers (other services, logind) go over a connection of their own, read
+  // with recvmsg so that replies may carry fds; the hosting connection is read by
+  // Bun's socket (docs/decisions.md, "The bus stack").
+  const client = await BusClient.connect(opts.busAddress);
   const started: Runtime["services"] = [];
   const stop = async () => {
     await server.close();
+    client.close();
   };
   try {
     for (const module of modules) {

@@ -57,6 +57,7 @@ interface Pending {
 
 /** Most bytes one readable callback takes before letting other fds have their turn. */
 const READ_BUDGET = 1 << 20;
+const RECV_SIZE = 65536;
 
 export class Connection {
   uniqueName = "";
@@ -71,8 +72,13 @@ export class Connection {
   private resolveClosed!: () => void;
 
   private readonly fd: number;
-  private readonly w: Watch;
-  private readonly rx: Receiver;
+  /** Poll transport: the event source's watch and recvmsg (fds arrive with the bytes). */
+  private w?: Watch;
+  private rx?: Receiver;
+  /** Native transport: Bun's own socket reads the fd (no fds can be received). */
+  private native?: { write(d: Uint8Array): number; flush(): void; terminate(): void };
+  /** Whether this connection can receive fds (poll transport). */
+  readonly receivesFds: boolean;
   private inbuf: Buffer = Buffer.alloc(0);
   private fdq: number[] = [];
   private out: { data: Buffer; fds: number[]; owned: boolean }[] = [];
@@ -83,18 +89,42 @@ export class Connection {
   private authLines: ((line: string) => void)[] = [];
   private authenticated = false;
 
-  private constructor(address: string) {
+  private constructor(address: string, receivesFds: boolean) {
     this.closed = new Promise((r) => (this.resolveClosed = r));
     const { path, abstract } = parseAddress(address);
     this.fd = connectUnix(path, abstract);
     setNonBlocking(this.fd);
-    this.rx = new Receiver(this.fd);
-    this.w = watch(this.fd, { readable: () => this.onReadable(), writable: () => this.flush() });
+    this.receivesFds = receivesFds;
+    if (receivesFds) {
+      this.rx = new Receiver(this.fd, RECV_SIZE);
+      this.w = watch(this.fd, { readable: () => this.onReadable(), writable: () => this.flush() });
+    }
   }
 
-  /** Connects, authenticates and says Hello; resolves once the unique name is known. */
-  static async open(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<Connection> {
-    const c = new Connection(address);
+  private async attachNative(): Promise<void> {
+    const sock: any = await Bun.connect({
+      fd: this.fd,
+      socket: {
+        data: (_s: unknown, chunk: Uint8Array) => this.onData(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), []),
+        drain: () => this.flush(),
+        close: () => this.close(),
+        end: () => this.close(),
+        error: () => this.close(),
+      },
+    } as any);
+    this.native = sock;
+  }
+
+  /**
+   * Connects, authenticates and says Hello; resolves once the unique name is known.
+   * `receiveFds: false` lets Bun's own event loop read the socket (the fastest path;
+   * fds can still be sent): the connection that hosts services uses it, since no
+   * method takes an fd. Clients, which receive fds (getFd, getPollingFd), read with
+   * recvmsg on the platform's event source.
+   */
+  static async open(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number; receiveFds?: boolean } = {}): Promise<Connection> {
+    const c = new Connection(address, opts.receiveFds ?? true);
+    if (!c.receivesFds) await c.attachNative();
     const ms = opts.timeoutMs ?? 10000;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -247,13 +277,13 @@ export class Connection {
       const chunk = this.outOff ? head.data.subarray(this.outOff) : head.data;
       let n: number;
       try {
-        n = trySend(this.fd, chunk, this.outOff ? [] : head.fds);
+        n = this.transmit(chunk, this.outOff ? [] : head.fds);
       } catch {
         this.close();
         return;
       }
       if (n === 0) {
-        this.w.want({ writable: true });
+        this.w?.want({ writable: true });
         return;
       }
       if (this.outOff === 0 && head.owned) {
@@ -263,13 +293,27 @@ export class Connection {
       }
       if (n < chunk.length) {
         this.outOff += n;
-        this.w.want({ writable: true });
+        this.w?.want({ writable: true });
         return;
       }
       this.out.shift();
       this.outOff = 0;
     }
-    this.w.want({ writable: false });
+    this.w?.want({ writable: false });
+  }
+
+  /** One non-blocking write: bytes taken, 0 when the socket is full. */
+  private transmit(chunk: Buffer, fds: number[]): number {
+    if (!this.native) return trySend(this.fd, chunk, fds);
+    if (fds.length) {
+      // Bun's socket keeps nothing of ours (our queue is empty before this entry);
+      // its cork buffer is flushed so the fds' message keeps its place in the stream.
+      this.native.flush();
+      return trySend(this.fd, chunk, fds);
+    }
+    const n = this.native.write(chunk);
+    if (n < 0) throw new Error("the bus connection is closed");
+    return n;
   }
 
   // ---- reading ------------------------------------------------------------------
@@ -279,7 +323,7 @@ export class Connection {
     while (budget > 0 && !this.isClosed) {
       let got: { data: Buffer; fds: number[] } | null;
       try {
-        got = this.rx.tryRecv();
+        got = this.rx!.tryRecv();
       } catch (e) {
         if (process.env.DEBUG_BUS) console.error("recv failed", this.uniqueName, e);
         this.close();
@@ -292,11 +336,18 @@ export class Connection {
         return;
       }
       budget -= got.data.length;
-      this.fdq.push(...got.fds);
-      this.inbuf = this.inbuf.length ? Buffer.concat([this.inbuf, got.data]) : got.data;
-      if (!this.authenticated) this.readAuthLines();
-      else this.parse();
+      this.onData(got.data, got.fds);
+      // A short read drained the socket: no second recvmsg just to hear EAGAIN
+      // (the watch is level-triggered and reports whatever arrives later).
+      if (got.data.length < RECV_SIZE) break;
     }
+  }
+
+  private onData(data: Buffer, fds: number[]): void {
+    if (fds.length) this.fdq.push(...fds);
+    this.inbuf = this.inbuf.length ? Buffer.concat([this.inbuf, data]) : data;
+    if (!this.authenticated) this.readAuthLines();
+    else this.parse();
   }
 
   private readAuthLines(): void {
@@ -317,7 +368,7 @@ export class Connection {
       for (;;) {
         const len = messageLength(buf, off);
         if (!len || buf.length - off < len) break;
-        const m = decode(buf.subarray(off, off + len), (n) => this.fdq.splice(0, n));
+        const m = decode(buf.subarray(off, off + len), (n) => this.takeFds(n));
         off += len;
         this.deliver(m);
         if (this.isClosed) return;
@@ -329,6 +380,16 @@ export class Connection {
       return;
     }
     this.inbuf = off === buf.length ? Buffer.alloc(0) : off ? Buffer.from(buf.subarray(off)) : buf;
+  }
+
+  private takeFds(n: number): number[] {
+    if (this.fdq.length < n) {
+      // Only a connection read by recvmsg receives fds; a message whose fds were
+      // dropped still parses, and its 'h' values fail (the server refuses any body but 's').
+      const got = this.fdq.splice(0);
+      return got;
+    }
+    return this.fdq.splice(0, n);
   }
 
   private deliver(m: Message): void {
@@ -359,9 +420,12 @@ export class Connection {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
-    this.w.close();
-    shutdownSocket(this.fd);
-    libc.close(this.fd);
+    if (this.native) this.native.terminate(); // closes the fd
+    else {
+      this.w?.close();
+      shutdownSocket(this.fd);
+      libc.close(this.fd);
+    }
     for (const fd of this.fdq.splice(0)) libc.close(fd);
     for (const e of this.out.splice(0)) if (e.owned) for (const fd of e.fds) libc.close(fd);
     for (const [, p] of this.pending) {
@@ -381,7 +445,7 @@ export class Connection {
 }
 
 /** Opens a bus connection (authenticated, Hello answered). */
-export function connectBus(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<Connection> {
+export function connectBus(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number; receiveFds?: boolean } = {}): Promise<Connection> {
   return Connection.open(address, opts);
 }
 

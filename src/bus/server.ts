@@ -100,6 +100,7 @@ export class BusServer {
   private gone = new Set<string>();
   private checkResponses: boolean;
   disconnected = false;
+  private closing = false;
   /** How long host() waits in the queue for a name another connection still holds. */
   nameWaitMs = 3000;
   /** Runs when the bus connection is lost (serve exits so that systemd restarts it). */
@@ -111,6 +112,7 @@ export class BusServer {
     this.leases.onError = (e, lease) => this.log.error({ err: e, lease: lease.key, owner: lease.owner }, "releasing a lease failed");
     conn.onCall = (msg) => this.onMethodCall(msg);
     conn.onClose(() => {
+      if (this.closing) return;
       this.log.error("the bus closed our connection");
       this.disconnected = true;
       for (const fn of this.onDisconnect) fn();
@@ -121,7 +123,7 @@ export class BusServer {
   }
 
   static async connect(address: string, opts: ServerOptions = {}): Promise<BusServer> {
-    const conn = await connectBus(address, { negotiateUnixFd: true });
+    const conn = await connectBus(address, { negotiateUnixFd: true, receiveFds: process.env.DEVSERVICES_BUS_TRANSPORT === "poll" });
     const server = new BusServer(conn, address, opts);
     // One rule for every client's departure (arg2 = "": the name has no new owner).
     await conn.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''");
@@ -198,6 +200,7 @@ export class BusServer {
 
   async close(): Promise<void> {
     for (const h of [...this.hosted.values()]) await this.unhost(h.spec.busName);
+    this.closing = true;
     this.conn.close();
   }
 
