@@ -1,7 +1,12 @@
 // GPIO character device, uAPI v2 (linux/gpio.h). A chip fd gives chip and line
 // info and hands out line requests; a request fd carries values, config and edge events.
 // Bit masks on a request index the request's `offsets` array, not chip line offsets.
-import { IOR, IOWR, O_CLOEXEC, O_RDWR, closeFd, ioctl, libc, openFile, ptr, readFd, check } from "./libc.ts";
+// Chip and request fds are non-blocking: edge events and line-info changes are read
+// with readEdgeEvents()/readLineInfoChanges() ([] when none is queued), or delivered
+// on the platform's event source by watchEdges()/watchLineInfo().
+import { IOR, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, closeFd, ioctl, openFile, readRecords } from "./libc.ts";
+import { setNonBlocking, watch, type Watch, type WatchOptions } from "./loop.ts";
+import { Struct, scalar, struct } from "./struct.ts";
 
 export const GPIO_MAX_NAME_SIZE = 32;
 export const GPIO_V2_LINES_MAX = 64;
@@ -33,18 +38,22 @@ export const EVENT_RISING_EDGE = 1, EVENT_FALLING_EDGE = 2;
 
 /** Struct layouts (size and member offsets), asserted against the C header in test/ffi. */
 export const structs = {
-  gpiochip_info: { c: "struct gpiochip_info", size: 68, fields: { name: 0, label: 32, lines: 64 } },
+  gpiochip_info: { c: "struct gpiochip_info", size: 68, fields: { name: 0, label: 32, lines: 64 }, lengths: { name: 32, label: 32 } },
   gpio_v2_line_values: { c: "struct gpio_v2_line_values", size: 16, fields: { bits: 0, mask: 8 } },
   gpio_v2_line_attribute: { c: "struct gpio_v2_line_attribute", size: 16, fields: { id: 0, padding: 4, flags: 8, values: 8, debounce_period_us: 8 } },
   gpio_v2_line_config_attribute: { c: "struct gpio_v2_line_config_attribute", size: 24, fields: { attr: 0, mask: 16 } },
-  gpio_v2_line_config: { c: "struct gpio_v2_line_config", size: 272, fields: { flags: 0, num_attrs: 8, padding: 12, attrs: 32 } },
+  gpio_v2_line_config: {
+    c: "struct gpio_v2_line_config", size: 272, fields: { flags: 0, num_attrs: 8, padding: 12, attrs: 32 }, lengths: { attrs: 240 },
+  },
   gpio_v2_line_request: {
     c: "struct gpio_v2_line_request", size: 592,
     fields: { offsets: 0, consumer: 256, config: 288, num_lines: 560, event_buffer_size: 564, padding: 568, fd: 588 },
+    lengths: { offsets: 256, consumer: 32 },
   },
   gpio_v2_line_info: {
     c: "struct gpio_v2_line_info", size: 256,
     fields: { name: 0, consumer: 32, offset: 64, num_attrs: 68, flags: 72, attrs: 80, padding: 240 },
+    lengths: { name: 32, consumer: 32, attrs: 160 },
   },
   gpio_v2_line_info_changed: {
     c: "struct gpio_v2_line_info_changed", size: 288,
@@ -62,7 +71,7 @@ export const ioctls = {
   GPIO_V2_GET_LINEINFO_IOCTL: IOWR(0xb4, 0x05, S.gpio_v2_line_info.size),
   GPIO_V2_GET_LINEINFO_WATCH_IOCTL: IOWR(0xb4, 0x06, S.gpio_v2_line_info.size),
   GPIO_V2_GET_LINE_IOCTL: IOWR(0xb4, 0x07, S.gpio_v2_line_request.size),
-  GPIO_GET_LINEINFO_UNWATCH_IOCTL: IOWR(0xb4, 0x0c, 4),
+  GPIO_GET_LINEINFO_UNWATCH_IOCTL: IOWR(0xb4, 0x0c, 4), // __u32 offset
   GPIO_V2_LINE_SET_CONFIG_IOCTL: IOWR(0xb4, 0x0d, S.gpio_v2_line_config.size),
   GPIO_V2_LINE_GET_VALUES_IOCTL: IOWR(0xb4, 0x0e, S.gpio_v2_line_values.size),
   GPIO_V2_LINE_SET_VALUES_IOCTL: IOWR(0xb4, 0x0f, S.gpio_v2_line_values.size),
@@ -114,56 +123,42 @@ export interface LineEvent {
   lineSeqno: number;
 }
 
-function cString(buf: Buffer, off: number, len: number): string {
-  const s = buf.subarray(off, off + len);
-  const nul = s.indexOf(0);
-  return s.subarray(0, nul < 0 ? len : nul).toString("utf8");
-}
-
-function putCString(buf: Buffer, off: number, len: number, s: string): void {
-  const b = Buffer.from(s, "utf8");
-  if (b.length >= len) throw new RangeError(`name longer than ${len - 1} bytes: ${s}`);
-  b.copy(buf, off);
-}
-
-/** Opens /dev/gpiochipN (a path or a chip number). */
+/** Opens /dev/gpiochipN (a path or a chip number), non-blocking. */
 export function openChip(chip: string | number): number {
   const path = typeof chip === "number" ? `/dev/gpiochip${chip}` : chip;
-  return openFile(path, O_RDWR | O_CLOEXEC);
+  return openFile(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 }
 
 export const close = closeFd;
 
 export function chipInfo(chipFd: number): ChipInfo {
-  const b = Buffer.alloc(S.gpiochip_info.size);
-  ioctl(chipFd, ioctls.GPIO_GET_CHIPINFO_IOCTL, b, "GPIO_GET_CHIPINFO_IOCTL");
-  return { name: cString(b, 0, 32), label: cString(b, 32, 32), lines: b.readUInt32LE(64) };
+  const b = struct(S.gpiochip_info);
+  ioctl(chipFd, ioctls.GPIO_GET_CHIPINFO_IOCTL, b.buf, "GPIO_GET_CHIPINFO_IOCTL");
+  return { name: b.str("name"), label: b.str("label"), lines: b.u32("lines") };
+}
+
+function lineInfoIoctl(chipFd: number, offset: number, request: number, name: string): LineInfo {
+  const b = struct(S.gpio_v2_line_info).setU32("offset", offset);
+  ioctl(chipFd, request, b.buf, name);
+  return decodeLineInfo(b.buf);
 }
 
 export function lineInfo(chipFd: number, offset: number): LineInfo {
-  const b = Buffer.alloc(S.gpio_v2_line_info.size);
-  b.writeUInt32LE(offset, 64);
-  ioctl(chipFd, ioctls.GPIO_V2_GET_LINEINFO_IOCTL, b, "GPIO_V2_GET_LINEINFO_IOCTL");
-  return decodeLineInfo(b);
+  return lineInfoIoctl(chipFd, offset, ioctls.GPIO_V2_GET_LINEINFO_IOCTL, "GPIO_V2_GET_LINEINFO_IOCTL");
 }
 
 /**
  * GPIO_V2_GET_LINEINFO_WATCH_IOCTL: the line's info now; from then on the chip fd
  * becomes readable with a LineInfoChanged whenever the line is requested, released
- * or reconfigured (readLineInfoChanged()).
+ * or reconfigured (readLineInfoChanges(), watchLineInfo()).
  */
-export function watchLineInfo(chipFd: number, offset: number): LineInfo {
-  const b = Buffer.alloc(S.gpio_v2_line_info.size);
-  b.writeUInt32LE(offset, 64);
-  ioctl(chipFd, ioctls.GPIO_V2_GET_LINEINFO_WATCH_IOCTL, b, "GPIO_V2_GET_LINEINFO_WATCH_IOCTL");
-  return decodeLineInfo(b);
+export function addLineInfoWatch(chipFd: number, offset: number): LineInfo {
+  return lineInfoIoctl(chipFd, offset, ioctls.GPIO_V2_GET_LINEINFO_WATCH_IOCTL, "GPIO_V2_GET_LINEINFO_WATCH_IOCTL");
 }
 
 /** GPIO_GET_LINEINFO_UNWATCH_IOCTL */
-export function unwatchLineInfo(chipFd: number, offset: number): void {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(offset, 0);
-  ioctl(chipFd, ioctls.GPIO_GET_LINEINFO_UNWATCH_IOCTL, b, "GPIO_GET_LINEINFO_UNWATCH_IOCTL");
+export function removeLineInfoWatch(chipFd: number, offset: number): void {
+  ioctl(chipFd, ioctls.GPIO_GET_LINEINFO_UNWATCH_IOCTL, scalar.u32(offset), "GPIO_GET_LINEINFO_UNWATCH_IOCTL");
 }
 
 export interface LineInfoChanged {
@@ -173,84 +168,82 @@ export interface LineInfoChanged {
   eventType: number;
 }
 
-/** Reads queued line-info changes of watched lines from the chip fd (blocks until one is queued). */
-export function readLineInfoChanged(chipFd: number, max = 8): LineInfoChanged[] {
-  const size = S.gpio_v2_line_info_changed.size;
-  const b = readFd(chipFd, size * max);
-  const out: LineInfoChanged[] = [];
-  for (let off = 0; off + size <= b.length; off += size) {
-    out.push({
-      info: decodeLineInfo(b.subarray(off, off + S.gpio_v2_line_info.size)),
-      timestampNs: b.readBigUInt64LE(off + 256), eventType: b.readUInt32LE(off + 264),
-    });
-  }
-  return out;
+export function decodeLineInfoChanged(b: Buffer, off = 0): LineInfoChanged {
+  const c = new Struct(S.gpio_v2_line_info_changed, b, off);
+  return { info: decodeLineInfo(b, c.off("info")), timestampNs: c.u64("timestamp_ns"), eventType: c.u32("event_type") };
 }
 
-export function decodeLineInfo(b: Buffer): LineInfo {
-  const n = b.readUInt32LE(68);
+/** The line-info changes queued on a (non-blocking) chip fd now; [] when there are none. */
+export function readLineInfoChanges(chipFd: number, max = 64): LineInfoChanged[] {
+  return readRecords(chipFd, S.gpio_v2_line_info_changed.size, max).map((b) => decodeLineInfoChanged(b));
+}
+
+export function decodeLineInfo(b: Buffer, off = 0): LineInfo {
+  const info = new Struct(S.gpio_v2_line_info, b, off);
+  const n = info.u32("num_attrs");
   const attrs: LineAttribute[] = [];
   let debouncePeriodUs: number | undefined;
   for (let i = 0; i < Math.min(n, GPIO_V2_LINE_NUM_ATTRS_MAX); i++) {
-    const a = 80 + i * S.gpio_v2_line_attribute.size;
-    const id = b.readUInt32LE(a);
-    const value = id === ATTR_ID_DEBOUNCE ? BigInt(b.readUInt32LE(a + 8)) : b.readBigUInt64LE(a + 8);
+    const a = info.nested("attrs", S.gpio_v2_line_attribute, i);
+    const id = a.u32("id");
+    const value = id === ATTR_ID_DEBOUNCE ? BigInt(a.u32("debounce_period_us")) : a.u64(id === ATTR_ID_FLAGS ? "flags" : "values");
     if (id === ATTR_ID_DEBOUNCE) debouncePeriodUs = Number(value);
     attrs.push({ id, value });
   }
-  return {
-    name: cString(b, 0, 32), consumer: cString(b, 32, 32), offset: b.readUInt32LE(64),
-    flags: b.readBigUInt64LE(72), attrs, debouncePeriodUs,
-  };
+  return { name: info.str("name"), consumer: info.str("consumer"), offset: info.u32("offset"), flags: info.u64("flags"), attrs, debouncePeriodUs };
 }
 
 /** Encodes a LineConfig into buf at off (a struct gpio_v2_line_config). */
-export function encodeLineConfig(cfg: LineConfig, buf = Buffer.alloc(S.gpio_v2_line_config.size), off = 0): Buffer {
+export function encodeLineConfig(cfg: LineConfig, buf: Buffer = Buffer.alloc(S.gpio_v2_line_config.size), off = 0): Buffer {
   const attrs: { id: number; value: bigint; mask: bigint }[] = [];
   for (const lf of cfg.lineFlags ?? []) attrs.push({ id: ATTR_ID_FLAGS, value: lf.flags, mask: lf.mask });
   if (cfg.outputValues) attrs.push({ id: ATTR_ID_OUTPUT_VALUES, value: cfg.outputValues.bits, mask: cfg.outputValues.mask });
   if (cfg.debounce) attrs.push({ id: ATTR_ID_DEBOUNCE, value: BigInt(cfg.debounce.periodUs), mask: cfg.debounce.mask });
   if (attrs.length > GPIO_V2_LINE_NUM_ATTRS_MAX) throw new RangeError(`more than ${GPIO_V2_LINE_NUM_ATTRS_MAX} line attributes`);
-  buf.writeBigUInt64LE(cfg.flags, off);
-  buf.writeUInt32LE(attrs.length, off + 8);
+  const c = new Struct(S.gpio_v2_line_config, buf, off).setU64("flags", cfg.flags).setU32("num_attrs", attrs.length);
   attrs.forEach((a, i) => {
-    const p = off + 32 + i * S.gpio_v2_line_config_attribute.size;
-    buf.writeUInt32LE(a.id, p);
-    if (a.id === ATTR_ID_DEBOUNCE) buf.writeUInt32LE(Number(a.value), p + 8);
-    else buf.writeBigUInt64LE(BigInt.asUintN(64, a.value), p + 8);
-    buf.writeBigUInt64LE(BigInt.asUintN(64, a.mask), p + 16);
+    const ca = c.nested("attrs", S.gpio_v2_line_config_attribute, i).setU64("mask", a.mask);
+    const attr = ca.nested("attr", S.gpio_v2_line_attribute).setU32("id", a.id);
+    if (a.id === ATTR_ID_DEBOUNCE) attr.setU32("debounce_period_us", Number(a.value));
+    else attr.setU64(a.id === ATTR_ID_FLAGS ? "flags" : "values", a.value);
   });
   return buf;
 }
 
-/** GPIO_V2_GET_LINE_IOCTL: requests lines and returns the request fd. */
+/**
+ * GPIO_V2_GET_LINE_IOCTL: requests lines and returns the request fd, set
+ * O_NONBLOCK (read its edge events with readEdgeEvents() or watchEdges()).
+ */
 export function requestLines(chipFd: number, req: LineRequest): number {
   const n = req.offsets.length;
   if (n < 1 || n > GPIO_V2_LINES_MAX) throw new RangeError(`1..${GPIO_V2_LINES_MAX} lines per request`);
-  const b = Buffer.alloc(S.gpio_v2_line_request.size);
-  req.offsets.forEach((o, i) => b.writeUInt32LE(o, i * 4));
-  putCString(b, 256, GPIO_MAX_NAME_SIZE, req.consumer);
-  encodeLineConfig(req.config, b, 288);
-  b.writeUInt32LE(n, 560);
-  b.writeUInt32LE(req.eventBufferSize ?? 0, 564);
-  ioctl(chipFd, ioctls.GPIO_V2_GET_LINE_IOCTL, b, "GPIO_V2_GET_LINE_IOCTL");
-  return b.readInt32LE(588);
+  const r = struct(S.gpio_v2_line_request);
+  req.offsets.forEach((o, i) => r.setU32At("offsets", i, o));
+  r.setStr("consumer", req.consumer);
+  encodeLineConfig(req.config, r.buf, r.off("config"));
+  r.setU32("num_lines", n).setU32("event_buffer_size", req.eventBufferSize ?? 0);
+  ioctl(chipFd, ioctls.GPIO_V2_GET_LINE_IOCTL, r.buf, "GPIO_V2_GET_LINE_IOCTL");
+  const fd = r.i32("fd");
+  try {
+    setNonBlocking(fd);
+  } catch (e) {
+    closeFd(fd);
+    throw e;
+  }
+  return fd;
 }
 
 /** GPIO_V2_LINE_GET_VALUES_IOCTL: the values of the lines in mask, as bits. */
 export function getValues(reqFd: number, mask: bigint): bigint {
-  const b = Buffer.alloc(16);
-  b.writeBigUInt64LE(mask, 8);
-  ioctl(reqFd, ioctls.GPIO_V2_LINE_GET_VALUES_IOCTL, b, "GPIO_V2_LINE_GET_VALUES_IOCTL");
-  return b.readBigUInt64LE(0) & mask;
+  const v = struct(S.gpio_v2_line_values).setU64("mask", mask);
+  ioctl(reqFd, ioctls.GPIO_V2_LINE_GET_VALUES_IOCTL, v.buf, "GPIO_V2_LINE_GET_VALUES_IOCTL");
+  return v.u64("bits") & mask;
 }
 
 /** GPIO_V2_LINE_SET_VALUES_IOCTL: sets the output lines in mask to bits. */
 export function setValues(reqFd: number, bits: bigint, mask: bigint): void {
-  const b = Buffer.alloc(16);
-  b.writeBigUInt64LE(bits & mask, 0);
-  b.writeBigUInt64LE(mask, 8);
-  ioctl(reqFd, ioctls.GPIO_V2_LINE_SET_VALUES_IOCTL, b, "GPIO_V2_LINE_SET_VALUES_IOCTL");
+  const v = struct(S.gpio_v2_line_values).setU64("bits", bits & mask).setU64("mask", mask);
+  ioctl(reqFd, ioctls.GPIO_V2_LINE_SET_VALUES_IOCTL, v.buf, "GPIO_V2_LINE_SET_VALUES_IOCTL");
 }
 
 /** GPIO_V2_LINE_SET_CONFIG_IOCTL: reconfigures all lines of a request. */
@@ -259,27 +252,27 @@ export function setConfig(reqFd: number, cfg: LineConfig): void {
 }
 
 export function decodeLineEvent(b: Buffer, off = 0): LineEvent {
-  return {
-    timestampNs: b.readBigUInt64LE(off), id: b.readUInt32LE(off + 8), offset: b.readUInt32LE(off + 12),
-    seqno: b.readUInt32LE(off + 16), lineSeqno: b.readUInt32LE(off + 20),
-  };
+  const e = new Struct(S.gpio_v2_line_event, b, off);
+  return { timestampNs: e.u64("timestamp_ns"), id: e.u32("id"), offset: e.u32("offset"), seqno: e.u32("seqno"), lineSeqno: e.u32("line_seqno") };
 }
 
-const POLLIN = 1;
-
-/** Waits until fd is readable; false on timeout. timeoutMs < 0 waits forever. */
-export function waitReadable(fd: number, timeoutMs: number): boolean {
-  const pfd = Buffer.alloc(8); // struct pollfd { int fd; short events; short revents; }
-  pfd.writeInt32LE(fd, 0);
-  pfd.writeInt16LE(POLLIN, 4);
-  return check("poll", () => libc.poll(ptr(pfd), 1, timeoutMs)) > 0;
+/** The edge events queued on a request fd now (the fd must be non-blocking, as requestLines() makes it); [] when none. */
+export function readEdgeEvents(reqFd: number, max = 64): LineEvent[] {
+  return readRecords(reqFd, S.gpio_v2_line_event.size, max).map((b) => decodeLineEvent(b));
 }
 
-/** Reads queued edge events (blocks until at least one unless the fd is non-blocking). */
-export function readEvents(reqFd: number, max = 16): LineEvent[] {
-  const size = S.gpio_v2_line_event.size;
-  const b = readFd(reqFd, size * max);
-  const out: LineEvent[] = [];
-  for (let off = 0; off + size <= b.length; off += size) out.push(decodeLineEvent(b, off));
-  return out;
+/**
+ * Delivers the edge events of a request fd on the platform's event source, one call
+ * per event, in order. Close the watch before closing the fd.
+ */
+export function watchEdges(reqFd: number, onEvent: (ev: LineEvent) => void, opts?: WatchOptions): Watch {
+  return watch(reqFd, { readable: () => { for (const ev of readEdgeEvents(reqFd)) onEvent(ev); } }, opts);
+}
+
+/**
+ * Delivers the line-info changes of a chip fd (for the lines given to
+ * addLineInfoWatch()) on the platform's event source. Close the watch before the fd.
+ */
+export function watchLineInfo(chipFd: number, onChange: (change: LineInfoChanged) => void, opts?: WatchOptions): Watch {
+  return watch(chipFd, { readable: () => { for (const c of readLineInfoChanges(chipFd)) onChange(c); } }, opts);
 }

@@ -35,6 +35,17 @@ export const libc = dlopen("libc.so.6", {
   shm_unlink: { args: [P], returns: i32 },
   reboot: { args: [i32], returns: i32 },
   sync: { args: [], returns: FFIType.void },
+  // pseudo-terminals (termios.ts)
+  posix_openpt: { args: [i32], returns: i32 },
+  grantpt: { args: [i32], returns: i32 },
+  unlockpt: { args: [i32], returns: i32 },
+  ptsname_r: { args: [i32, P, u64], returns: i32 },
+  // System V shared memory and eventfd (shm.ts)
+  shmget: { args: [i32, u64, i32], returns: i32 },
+  shmat: { args: [i32, P, i32], returns: P },
+  shmdt: { args: [P], returns: i32 },
+  shmctl: { args: [i32, i32, P], returns: i32 },
+  eventfd: { args: [u32, i32], returns: i32 },
 }).symbols;
 
 export function errno(): number {
@@ -48,8 +59,7 @@ export class SysError extends Error {
   }
 }
 
-export const EINTR = 4;
-export const EAGAIN = 11;
+export const EINTR = 4, EAGAIN = 11, EINVAL = 22;
 
 /** Throws SysError for a -1 return; retries EINTR. */
 export function check<T extends number | bigint>(call: string, fn: () => T): T {
@@ -59,6 +69,35 @@ export function check<T extends number | bigint>(call: string, fn: () => T): T {
     const e = errno();
     if (e !== EINTR) throw new SysError(call, e);
   }
+}
+
+/**
+ * For non-blocking fds: like check(), but EAGAIN (nothing there yet, or no room)
+ * gives null instead of an error.
+ */
+export function checkAgain<T extends number | bigint>(call: string, fn: () => T): T | null {
+  for (;;) {
+    const r = fn();
+    if (Number(r) !== -1) return r;
+    const e = errno();
+    if (e === EAGAIN) return null;
+    if (e !== EINTR) throw new SysError(call, e);
+  }
+}
+
+/** The text of a fixed-size C char array: up to the first NUL, or all `len` bytes. */
+export function cString(buf: Uint8Array, off: number, len: number): string {
+  const s = Buffer.from(buf.buffer, buf.byteOffset + off, len);
+  const nul = s.indexOf(0);
+  return s.subarray(0, nul < 0 ? len : nul).toString("utf8");
+}
+
+/** Writes s NUL-terminated into a fixed-size char array; refuses what does not fit with its NUL. */
+export function putCString(buf: Uint8Array, off: number, len: number, s: string): void {
+  const b = Buffer.from(s, "utf8");
+  if (b.length >= len) throw new RangeError(`longer than ${len - 1} bytes: ${s}`);
+  buf.set(b, off);
+  buf.fill(0, off + b.length, off + len);
 }
 
 /** NUL-terminated C string buffer for a JS string. */
@@ -95,10 +134,54 @@ export function ioctl(fd: number, request: number | bigint, arg: Uint8Array | nu
   return check(name, () => libc.ioctl(fd, BigInt(request), arg ? ptr(arg) : null));
 }
 
+/** ioctl on a non-blocking fd: null when the driver answers EAGAIN (nothing ready yet). */
+export function ioctlAgain(fd: number, request: number | bigint, arg: Uint8Array | null, name = "ioctl"): number | null {
+  return checkAgain(name, () => libc.ioctl(fd, BigInt(request), arg ? ptr(arg) : null));
+}
+
+/** An ioctl whose argument is an integer value, not a pointer. */
+export function ioctlValue(fd: number, request: number | bigint, value: number, name = "ioctl"): number {
+  return check(name, () => libc.ioctl(fd, BigInt(request), value as never));
+}
+
+/** One read of up to size bytes (blocks on a blocking fd; use readAvailable on O_NONBLOCK fds). */
 export function readFd(fd: number, size: number): Buffer {
   const buf = Buffer.alloc(size);
   const n = Number(check("read", () => libc.read(fd, ptr(buf), size)));
   return buf.subarray(0, n);
+}
+
+/**
+ * One read of up to size bytes from an O_NONBLOCK fd: null when nothing is there
+ * (EAGAIN), an empty buffer at end of file.
+ */
+export function readAvailable(fd: number, size: number, into = Buffer.alloc(size)): Buffer | null {
+  const n = checkAgain("read", () => libc.read(fd, ptr(into), size));
+  return n === null ? null : into.subarray(0, Number(n));
+}
+
+/**
+ * Reads whole records of recordSize bytes from an O_NONBLOCK fd until EAGAIN (or
+ * `max` records): what the kernel has queued now, [] when nothing is. For record
+ * fds (GPIO events, eventfd) whose read returns whole records only.
+ */
+export function readRecords(fd: number, recordSize: number, max = 64): Buffer[] {
+  const out: Buffer[] = [];
+  const buf = Buffer.alloc(recordSize * 16);
+  while (out.length < max) {
+    const want = recordSize * Math.min(16, max - out.length);
+    const b = readAvailable(fd, want, buf);
+    if (b === null || b.length === 0) break;
+    for (let off = 0; off + recordSize <= b.length; off += recordSize) out.push(Buffer.from(b.subarray(off, off + recordSize)));
+    if (b.length < want) break; // a short read: the queue is empty now
+  }
+  return out;
+}
+
+/** One write to an O_NONBLOCK fd: bytes taken, or 0 when it is full (EAGAIN). */
+export function writeAvailable(fd: number, data: Uint8Array): number {
+  if (data.length === 0) return 0;
+  return Number(checkAgain("write", () => libc.write(fd, ptr(data), data.length)) ?? 0);
 }
 
 export function writeFd(fd: number, data: Uint8Array): number {

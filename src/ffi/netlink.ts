@@ -1,42 +1,62 @@
 // rtnetlink (linux/netlink.h, linux/rtnetlink.h, linux/if_link.h): an AF_NETLINK
 // NETLINK_ROUTE socket for listing, creating (VLAN and other kinds), bringing up and
-// deleting links. Kernel errors arrive as NLMSG_ERROR and are thrown as NetlinkError
-// with the errno and, when the kernel gives one, its extended-ack message.
-import { SysError, check, closeFd, libc, ptr } from "./libc.ts";
+// deleting links, and for the kernel's multicast notifications (RTNLGRP_LINK, ...).
+//
+// The socket is non-blocking and read on the platform's event source (loop.ts):
+// request() sends and returns a promise, settled by the ack, the reply or the end
+// of a dump (NLMSG_DONE) when the event source reports the socket readable; answers
+// are matched to requests by sequence number, and a request that gets no answer in
+// time is rejected (ETIMEDOUT). Kernel errors arrive as NLMSG_ERROR and are thrown
+// as NetlinkError with the errno and, when the kernel gives one, its extended-ack
+// message. Multicast messages (told apart by NETLINK_PKTINFO) go to subscribe()rs.
+import { SysError, check, checkAgain, closeFd, libc, ptr } from "./libc.ts";
+import { watch, type Watch } from "./loop.ts";
+import { CMSG_SPACE, MSG_DONTWAIT, MSG_TRUNC, MsgHdr } from "./socket.ts";
+import { Struct, scalar, struct } from "./struct.ts";
 
-export const AF_UNSPEC = 0, AF_NETLINK = 16, SOCK_RAW = 3, SOCK_CLOEXEC = 0o2000000, SOL_NETLINK = 270;
-export const NETLINK_ROUTE = 0, NETLINK_CAP_ACK = 10, NETLINK_EXT_ACK = 11;
+export const AF_UNSPEC = 0, AF_NETLINK = 16, SOCK_RAW = 3, SOCK_NONBLOCK = 0o4000, SOCK_CLOEXEC = 0o2000000, SOL_NETLINK = 270;
+export const NETLINK_ROUTE = 0, NETLINK_ADD_MEMBERSHIP = 1, NETLINK_DROP_MEMBERSHIP = 2, NETLINK_PKTINFO = 3,
+  NETLINK_CAP_ACK = 10, NETLINK_EXT_ACK = 11;
 
 export const NLM_F_REQUEST = 0x01, NLM_F_MULTI = 0x02, NLM_F_ACK = 0x04, NLM_F_ECHO = 0x08, NLM_F_ROOT = 0x100,
   NLM_F_MATCH = 0x200, NLM_F_DUMP = 0x300, NLM_F_EXCL = 0x200, NLM_F_CREATE = 0x400, NLM_F_CAPPED = 0x100,
   NLM_F_ACK_TLVS = 0x200;
 export const NLMSG_NOOP = 1, NLMSG_ERROR = 2, NLMSG_DONE = 3, NLMSGERR_ATTR_MSG = 1;
+export const NLMSG_ALIGNTO = 4, NLA_ALIGNTO = 4;
 export const RTM_NEWLINK = 16, RTM_DELLINK = 17, RTM_GETLINK = 18;
 export const IFLA_ADDRESS = 1, IFLA_IFNAME = 3, IFLA_MTU = 4, IFLA_LINK = 5, IFLA_OPERSTATE = 16, IFLA_LINKINFO = 18;
 export const IFLA_INFO_KIND = 1, IFLA_INFO_DATA = 2;
 export const IFLA_VLAN_ID = 1, IFLA_VLAN_PROTOCOL = 5;
 export const IFF_UP = 0x1, IFF_LOOPBACK = 0x8, IFF_RUNNING = 0x40;
 export const ETH_P_8021Q = 0x8100, ETH_P_8021AD = 0x88a8;
-export const NLA_F_NESTED = 1 << 15;
+export const NLA_F_NESTED = 1 << 15, NLA_F_NET_BYTEORDER = 1 << 14;
+/** Multicast groups (enum rtnetlink_groups), for subscribe(). */
+export const RTNLGRP_LINK = 1, RTNLGRP_NEIGH = 3, RTNLGRP_IPV4_IFADDR = 5, RTNLGRP_IPV4_ROUTE = 7,
+  RTNLGRP_IPV6_IFADDR = 9, RTNLGRP_IPV6_ROUTE = 11;
+/** The legacy bind() masks of the same groups (RTMGRP_* = 1 << (RTNLGRP_* - 1)). */
+export const RTMGRP_LINK = 0x1, RTMGRP_NEIGH = 0x4, RTMGRP_IPV4_IFADDR = 0x10, RTMGRP_IPV4_ROUTE = 0x40,
+  RTMGRP_IPV6_IFADDR = 0x100, RTMGRP_IPV6_ROUTE = 0x400;
+
+const ENODEV = 19, ENOBUFS = 105, ETIMEDOUT = 110, EMSGSIZE = 90;
 
 export const structs = {
   sockaddr_nl: { c: "struct sockaddr_nl", size: 12, fields: { nl_family: 0, nl_pad: 2, nl_pid: 4, nl_groups: 8 } },
   nlmsghdr: { c: "struct nlmsghdr", size: 16, fields: { nlmsg_len: 0, nlmsg_type: 4, nlmsg_flags: 6, nlmsg_seq: 8, nlmsg_pid: 12 } },
   nlmsgerr: { c: "struct nlmsgerr", size: 20, fields: { error: 0, msg: 4 } },
+  nl_pktinfo: { c: "struct nl_pktinfo", size: 4, fields: { group: 0 } },
   ifinfomsg: {
     c: "struct ifinfomsg", size: 16,
     fields: { ifi_family: 0, __ifi_pad: 1, ifi_type: 2, ifi_index: 4, ifi_flags: 8, ifi_change: 12 },
   },
   rtattr: { c: "struct rtattr", size: 4, fields: { rta_len: 0, rta_type: 2 } },
-  msghdr: {
-    c: "struct msghdr", size: 56,
-    fields: { msg_name: 0, msg_namelen: 8, msg_iov: 16, msg_iovlen: 24, msg_control: 32, msg_controllen: 40, msg_flags: 48 },
-  },
-  iovec: { c: "struct iovec", size: 16, fields: { iov_base: 0, iov_len: 8 } },
 } as const;
+const S = structs;
 
-const HDR = structs.nlmsghdr.size, IFI = structs.ifinfomsg.size;
-const align4 = (n: number) => (n + 3) & ~3;
+const HDR = S.nlmsghdr.size, IFI = S.ifinfomsg.size, RTA = S.rtattr.size;
+const nlmsgAlign = (n: number) => (n + NLMSG_ALIGNTO - 1) & ~(NLMSG_ALIGNTO - 1);
+const nlaAlign = (n: number) => (n + NLA_ALIGNTO - 1) & ~(NLA_ALIGNTO - 1);
+/** NLA_TYPE_MASK: the attribute type without NLA_F_NESTED / NLA_F_NET_BYTEORDER. */
+const NLA_TYPE_MASK = ~(NLA_F_NESTED | NLA_F_NET_BYTEORDER) & 0xffff;
 
 /** An error answered by the kernel (NLMSG_ERROR), with the extended-ack text when present. */
 export class NetlinkError extends SysError {
@@ -51,10 +71,10 @@ export type Attr = { type: number; value: Uint8Array | Attr[] };
 
 export const attr = {
   str: (type: number, s: string): Attr => ({ type, value: Buffer.from(s + "\0") }),
-  u8: (type: number, v: number): Attr => ({ type, value: Uint8Array.of(v) }),
+  u8: (type: number, v: number): Attr => ({ type, value: scalar.u8(v) }),
   u16: (type: number, v: number): Attr => { const b = Buffer.alloc(2); b.writeUInt16LE(v); return { type, value: b }; },
   be16: (type: number, v: number): Attr => { const b = Buffer.alloc(2); b.writeUInt16BE(v); return { type, value: b }; },
-  u32: (type: number, v: number): Attr => { const b = Buffer.alloc(4); b.writeUInt32LE(v >>> 0); return { type, value: b }; },
+  u32: (type: number, v: number): Attr => ({ type, value: scalar.u32(v) }),
   nest: (type: number, attrs: Attr[]): Attr => ({ type, value: attrs }),
 };
 
@@ -62,10 +82,8 @@ export function encodeAttrs(attrs: Attr[]): Buffer {
   const parts: Buffer[] = [];
   for (const a of attrs) {
     const payload = Array.isArray(a.value) ? encodeAttrs(a.value) : Buffer.from(a.value);
-    const h = Buffer.alloc(4);
-    h.writeUInt16LE(4 + payload.length, 0);
-    h.writeUInt16LE(a.type, 2);
-    parts.push(h, payload, Buffer.alloc(align4(payload.length) - payload.length));
+    const h = struct(S.rtattr).setU16("rta_len", RTA + payload.length).setU16("rta_type", a.type);
+    parts.push(h.buf, payload, Buffer.alloc(nlaAlign(payload.length) - payload.length));
   }
   return Buffer.concat(parts);
 }
@@ -73,11 +91,12 @@ export function encodeAttrs(attrs: Attr[]): Buffer {
 /** Attributes of a message body, by type (the last one wins; NLA_F_* bits masked off). */
 export function parseAttrs(b: Buffer, off = 0, end = b.length): Map<number, Buffer> {
   const out = new Map<number, Buffer>();
-  while (off + 4 <= end) {
-    const len = b.readUInt16LE(off);
-    if (len < 4 || off + len > end) break;
-    out.set(b.readUInt16LE(off + 2) & 0x3fff, b.subarray(off + 4, off + len));
-    off += align4(len);
+  while (off + RTA <= end) {
+    const h = new Struct(S.rtattr, b, off);
+    const len = h.u16("rta_len");
+    if (len < RTA || off + len > end) break;
+    out.set(h.u16("rta_type") & NLA_TYPE_MASK, b.subarray(off + RTA, off + len));
+    off += nlaAlign(len);
   }
   return out;
 }
@@ -85,120 +104,278 @@ export function parseAttrs(b: Buffer, off = 0, end = b.length): Map<number, Buff
 export interface IfInfo { family?: number; type?: number; index?: number; flags?: number; change?: number }
 
 export function encodeIfinfomsg(i: IfInfo): Buffer {
-  const b = Buffer.alloc(IFI);
-  b.writeUInt8(i.family ?? AF_UNSPEC, 0);
-  b.writeUInt16LE(i.type ?? 0, 2);
-  b.writeInt32LE(i.index ?? 0, 4);
-  b.writeUInt32LE((i.flags ?? 0) >>> 0, 8);
-  b.writeUInt32LE((i.change ?? 0) >>> 0, 12);
-  return b;
+  return struct(S.ifinfomsg).setU8("ifi_family", i.family ?? AF_UNSPEC).setU16("ifi_type", i.type ?? 0)
+    .setI32("ifi_index", i.index ?? 0).setU32("ifi_flags", i.flags ?? 0).setU32("ifi_change", i.change ?? 0).buf;
 }
 
 /** A message received from the kernel. */
-export interface NlMessage { type: number; flags: number; seq: number; body: Buffer }
+export interface NlMessage { type: number; flags: number; seq: number; pid: number; body: Buffer }
 
-/** A bound NETLINK_ROUTE socket. Requests are synchronous: send, then read until the ack or NLMSG_DONE. */
+/** A netlink message: header (length, type, flags | NLM_F_REQUEST, seq) and body. */
+export function encodeMessage(type: number, flags: number, seq: number, body: Uint8Array): Buffer {
+  const h = new Struct(S.nlmsghdr, Buffer.alloc(HDR + body.length));
+  h.setU32("nlmsg_len", HDR + body.length).setU16("nlmsg_type", type).setU16("nlmsg_flags", flags | NLM_F_REQUEST).setU32("nlmsg_seq", seq);
+  h.buf.set(body, HDR);
+  return h.buf;
+}
+
+/** The messages of one datagram. */
+export function decodeMessages(b: Buffer, n = b.length): NlMessage[] {
+  const out: NlMessage[] = [];
+  for (let off = 0; off + HDR <= n;) {
+    const h = new Struct(S.nlmsghdr, b, off);
+    const len = h.u32("nlmsg_len");
+    if (len < HDR || off + len > n) break;
+    out.push({
+      type: h.u16("nlmsg_type"), flags: h.u16("nlmsg_flags"), seq: h.u32("nlmsg_seq"), pid: h.u32("nlmsg_pid"),
+      body: Buffer.from(b.subarray(off + HDR, off + len)),
+    });
+    off += nlmsgAlign(len);
+  }
+  return out;
+}
+
+/** The errno of an NLMSG_ERROR (0 for an ack) or of a dump's NLMSG_DONE (0 when it ended well). */
+const errorOf = (m: NlMessage) => (m.body.length >= 4 ? -m.body.readInt32LE(S.nlmsgerr.fields.error) : 0);
+
+/** The NLMSGERR_ATTR_MSG text of an extended ack (NLMSG_ERROR, or NLMSG_DONE of a failed dump). */
+function extAck(m: NlMessage): string | undefined {
+  if (!(m.flags & NLM_F_ACK_TLVS)) return undefined;
+  let off: number;
+  if (m.type === NLMSG_DONE) off = 4; // int error, then the TLVs
+  else {
+    // struct nlmsgerr, then the rest of the request unless capped, then the TLVs.
+    off = S.nlmsgerr.size;
+    if (!(m.flags & NLM_F_CAPPED)) off = S.nlmsgerr.fields.msg + nlmsgAlign(new Struct(S.nlmsgerr, m.body).nested("msg", S.nlmsghdr).u32("nlmsg_len"));
+  }
+  const msg = parseAttrs(m.body, off).get(NLMSGERR_ATTR_MSG);
+  return msg ? msg.toString("utf8").replace(/\0.*$/s, "") : undefined;
+}
+
+export interface RequestOptions {
+  /** Milliseconds before the request is rejected with ETIMEDOUT (default RtNetlink.timeoutMs). */
+  timeoutMs?: number;
+}
+
+interface Pending {
+  call: string;
+  dump: boolean;
+  wantAck: boolean;
+  out: NlMessage[];
+  resolve: (m: NlMessage[]) => void;
+  reject: (e: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+interface Listener {
+  groups: Set<number>;
+  onMessage: (m: NlMessage, group: number) => void;
+  onError?: (e: Error) => void;
+}
+
+/** A multicast subscription; close() leaves its groups (unless other subscriptions want them). */
+export interface Subscription { close(): void }
+
+/**
+ * A bound, non-blocking NETLINK_ROUTE socket. It is watched on the event source
+ * only while a request is pending or a subscription is open, so an idle socket does
+ * not keep the process alive.
+ */
 export class RtNetlink {
+  /** Default request timeout in milliseconds. */
+  static timeoutMs = 5000;
   readonly fd: number;
   private seq = Math.floor(Date.now() / 1000) & 0x7fffffff;
   private readonly rx = Buffer.alloc(1 << 16);
+  private readonly from = struct(S.sockaddr_nl);
+  private readonly rmsg: MsgHdr;
+  private readonly pending = new Map<number, Pending>();
+  private readonly listeners = new Set<Listener>();
+  private readonly members = new Map<number, number>();
+  private w: Watch | null = null;
+  private closed = false;
 
   constructor() {
-    this.fd = check("socket(AF_NETLINK)", () => libc.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+    this.fd = check("socket(AF_NETLINK)", () => libc.socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
     try {
-      const sa = Buffer.alloc(structs.sockaddr_nl.size);
-      sa.writeUInt16LE(AF_NETLINK, 0);
-      check("bind(AF_NETLINK)", () => libc.bind(this.fd, ptr(sa), sa.length));
-      const one = Buffer.alloc(4);
-      one.writeInt32LE(1);
-      // Extended acks give the kernel's reason; capped acks skip echoing our request back.
-      libc.setsockopt(this.fd, SOL_NETLINK, NETLINK_EXT_ACK, ptr(one), 4);
-      libc.setsockopt(this.fd, SOL_NETLINK, NETLINK_CAP_ACK, ptr(one), 4);
+      const sa = struct(S.sockaddr_nl).setU16("nl_family", AF_NETLINK);
+      check("bind(AF_NETLINK)", () => libc.bind(this.fd, ptr(sa.buf), sa.buf.length));
+      // Extended acks give the kernel's reason; capped acks skip echoing our request
+      // back; PKTINFO tells multicast messages (their group) from answers (group 0).
+      for (const opt of [NETLINK_EXT_ACK, NETLINK_CAP_ACK, NETLINK_PKTINFO]) this.setOpt(opt, 1, opt === NETLINK_PKTINFO);
     } catch (e) {
       closeFd(this.fd);
       throw e;
     }
+    this.rmsg = new MsgHdr([this.rx], Buffer.alloc(CMSG_SPACE(S.nl_pktinfo.size)), this.from.buf);
   }
 
+  private setOpt(opt: number, value: number, required = true): void {
+    const v = scalar.i32(value);
+    const r = libc.setsockopt(this.fd, SOL_NETLINK, opt, ptr(v), v.length);
+    if (r !== 0 && required) check(`setsockopt(SOL_NETLINK, ${opt})`, () => r);
+  }
+
+  /** Rejects pending requests, ends subscriptions and closes the socket. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.failAll(new SysError("netlink socket closed", 9 /* EBADF */));
+    this.listeners.clear();
+    this.w?.close();
+    this.w = null;
     closeFd(this.fd);
   }
 
   /**
-   * Sends one request and returns the kernel's answers (the messages of a dump, or
-   * the reply of a GET); throws NetlinkError on NLMSG_ERROR with a non-zero error.
+   * Sends one request; resolves with the kernel's answers (the messages of a dump, or
+   * the reply of a GET; [] for an ack) and rejects with NetlinkError on NLMSG_ERROR
+   * with a non-zero error, or ETIMEDOUT when no answer came in time.
    */
-  request(call: string, type: number, flags: number, body: Buffer): NlMessage[] {
-    const seq = ++this.seq;
-    const msg = Buffer.alloc(HDR + body.length);
-    msg.writeUInt32LE(msg.length, 0);
-    msg.writeUInt16LE(type, 4);
-    msg.writeUInt16LE(flags | NLM_F_REQUEST, 6);
-    msg.writeUInt32LE(seq, 8);
-    body.copy(msg, HDR);
-    this.send(call, msg);
-    const dump = (flags & NLM_F_DUMP) === NLM_F_DUMP, wantAck = (flags & NLM_F_ACK) !== 0;
-    const out: NlMessage[] = [];
-    for (;;) {
-      for (const m of this.recv(call)) {
-        if (m.seq !== seq) continue; // a late answer to an earlier request
-        if (m.type === NLMSG_ERROR) {
-          const err = -m.body.readInt32LE(0);
-          if (err !== 0) throw new NetlinkError(call, err, extAck(m));
-          return out;
-        }
-        if (m.type === NLMSG_DONE) return out;
-        if (m.type === NLMSG_NOOP) continue;
-        out.push(m);
-        if (!dump && !wantAck && !(m.flags & NLM_F_MULTI)) return out;
+  request(call: string, type: number, flags: number, body: Uint8Array, opts: RequestOptions = {}): Promise<NlMessage[]> {
+    if (this.closed) return Promise.reject(new SysError(call, 9 /* EBADF */));
+    const seq = (this.seq = (this.seq + 1) >>> 0 || 1);
+    const msg = encodeMessage(type, flags, seq, body);
+    return new Promise<NlMessage[]>((resolve, reject) => {
+      const timeoutMs = opts.timeoutMs ?? RtNetlink.timeoutMs;
+      const p: Pending = {
+        call, dump: (flags & NLM_F_DUMP) === NLM_F_DUMP, wantAck: (flags & NLM_F_ACK) !== 0, out: [], resolve, reject,
+        timer: setTimeout(() => this.settle(seq, new NetlinkError(`${call}: no answer in ${timeoutMs} ms`, ETIMEDOUT)), timeoutMs),
+      };
+      this.pending.set(seq, p);
+      try {
+        this.send(call, msg);
+      } catch (e) {
+        this.settle(seq, e as Error);
+        return;
       }
+      this.update();
+    });
+  }
+
+  /**
+   * Joins multicast groups (RTNLGRP_*) and calls onMessage for each notification of
+   * them, on the event source. onError hears of receive errors (ENOBUFS: the socket
+   * overran and notifications were lost; re-read the state).
+   */
+  subscribe(groups: number[], onMessage: (m: NlMessage, group: number) => void, onError?: (e: Error) => void): Subscription {
+    if (this.closed) throw new SysError("subscribe", 9 /* EBADF */);
+    const l: Listener = { groups: new Set(groups), onMessage, onError };
+    for (const g of l.groups) {
+      const n = this.members.get(g) ?? 0;
+      if (n === 0) this.setOpt(NETLINK_ADD_MEMBERSHIP, g);
+      this.members.set(g, n + 1);
+    }
+    this.listeners.add(l);
+    this.update();
+    return {
+      close: () => {
+        if (!this.listeners.delete(l)) return;
+        for (const g of l.groups) {
+          const n = (this.members.get(g) ?? 1) - 1;
+          if (n === 0) {
+            this.members.delete(g);
+            if (!this.closed) this.setOpt(NETLINK_DROP_MEMBERSHIP, g, false);
+          } else this.members.set(g, n);
+        }
+        this.update();
+      },
+    };
+  }
+
+  /** Watched while someone waits for the socket. */
+  private update(): void {
+    const need = !this.closed && (this.pending.size > 0 || this.listeners.size > 0);
+    if (need && !this.w) this.w = watch(this.fd, { readable: () => this.onReadable() });
+    else if (!need && this.w) {
+      this.w.close();
+      this.w = null;
     }
   }
 
   private send(call: string, msg: Buffer): void {
-    const sa = Buffer.alloc(structs.sockaddr_nl.size);
-    sa.writeUInt16LE(AF_NETLINK, 0);
-    const iov = Buffer.alloc(structs.iovec.size);
-    iov.writeBigUInt64LE(BigInt(ptr(msg)), 0);
-    iov.writeBigUInt64LE(BigInt(msg.length), 8);
-    const mh = Buffer.alloc(structs.msghdr.size);
-    mh.writeBigUInt64LE(BigInt(ptr(sa)), 0);
-    mh.writeUInt32LE(sa.length, 8);
-    mh.writeBigUInt64LE(BigInt(ptr(iov)), 16);
-    mh.writeBigUInt64LE(1n, 24);
-    check(`${call}: sendmsg`, () => libc.sendmsg(this.fd, ptr(mh), 0));
+    const kernel = struct(S.sockaddr_nl).setU16("nl_family", AF_NETLINK);
+    const mh = new MsgHdr([msg], null, kernel.buf);
+    check(`${call}: sendmsg`, () => libc.sendmsg(this.fd, mh.ptr, 0));
   }
 
-  private recv(call: string): NlMessage[] {
-    const iov = Buffer.alloc(structs.iovec.size);
-    iov.writeBigUInt64LE(BigInt(ptr(this.rx)), 0);
-    iov.writeBigUInt64LE(BigInt(this.rx.length), 8);
-    const mh = Buffer.alloc(structs.msghdr.size);
-    mh.writeBigUInt64LE(BigInt(ptr(iov)), 16);
-    mh.writeBigUInt64LE(1n, 24);
-    const n = Number(check(`${call}: recvmsg`, () => libc.recvmsg(this.fd, ptr(mh), 0)));
-    const out: NlMessage[] = [];
-    for (let off = 0; off + HDR <= n;) {
-      const len = this.rx.readUInt32LE(off);
-      if (len < HDR || off + len > n) break;
-      out.push({
-        type: this.rx.readUInt16LE(off + 4), flags: this.rx.readUInt16LE(off + 6), seq: this.rx.readUInt32LE(off + 8),
-        body: Buffer.from(this.rx.subarray(off + HDR, off + len)),
-      });
-      off += align4(len);
+  /** Reads datagrams until EAGAIN (at most a batch; the watch reports the rest). */
+  private onReadable(): void {
+    for (let i = 0; i < 64 && !this.closed; i++) {
+      this.rmsg.reset();
+      let n: number | bigint | null;
+      try {
+        n = checkAgain("recvmsg(netlink)", () => libc.recvmsg(this.fd, this.rmsg.ptr, MSG_DONTWAIT));
+      } catch (e) {
+        this.receiveError(e as SysError);
+        continue;
+      }
+      if (n === null) break;
+      const len = Number(n);
+      let group = 0;
+      for (const c of this.rmsg.cmsgs()) {
+        if (c.level === SOL_NETLINK && c.type === NETLINK_PKTINFO && c.data.length >= S.nl_pktinfo.size) {
+          group = new Struct(S.nl_pktinfo, c.data).u32("group");
+        }
+      }
+      const msgs = decodeMessages(this.rx, Math.min(len, this.rx.length));
+      if (this.rmsg.flags & MSG_TRUNC) {
+        const seq = msgs[0]?.seq ?? new Struct(S.nlmsghdr, this.rx).u32("nlmsg_seq");
+        if (group === 0) this.settle(seq, new SysError("recvmsg(netlink): message larger than the receive buffer", EMSGSIZE));
+        continue;
+      }
+      if (group !== 0) this.deliver(msgs, group);
+      else for (const m of msgs) this.answer(m);
     }
-    return out;
+    this.update();
   }
-}
 
-/** The NLMSGERR_ATTR_MSG text of an extended ack. */
-function extAck(m: NlMessage): string | undefined {
-  if (!(m.flags & NLM_F_ACK_TLVS)) return undefined;
-  // struct nlmsgerr, then the request unless capped, then the TLVs.
-  let off = structs.nlmsgerr.size;
-  if (!(m.flags & NLM_F_CAPPED)) off = 4 + align4(m.body.readUInt32LE(4));
-  const msg = parseAttrs(m.body, off).get(NLMSGERR_ATTR_MSG);
-  return msg ? msg.toString("utf8").replace(/\0.*$/s, "") : undefined;
+  private receiveError(e: SysError): void {
+    for (const l of this.listeners) l.onError?.(e);
+    // ENOBUFS drops notifications, not necessarily answers: pending requests keep
+    // waiting (their timeout bounds them). Anything else ends them.
+    if (e.errno !== ENOBUFS) this.failAll(e);
+  }
+
+  private deliver(msgs: NlMessage[], group: number): void {
+    for (const l of [...this.listeners]) {
+      if (!l.groups.has(group)) continue;
+      for (const m of msgs) {
+        try {
+          l.onMessage(m, group);
+        } catch (err) {
+          console.error("netlink: a subscriber failed:", err);
+        }
+      }
+    }
+  }
+
+  private answer(m: NlMessage): void {
+    const p = this.pending.get(m.seq);
+    if (!p) return; // a late answer to a request that timed out, or not ours
+    if (m.type === NLMSG_ERROR || m.type === NLMSG_DONE) {
+      const err = errorOf(m);
+      this.settle(m.seq, err !== 0 ? new NetlinkError(p.call, err, extAck(m)) : null);
+      return;
+    }
+    if (m.type === NLMSG_NOOP) return;
+    p.out.push(m);
+    if (!p.dump && !p.wantAck && !(m.flags & NLM_F_MULTI)) this.settle(m.seq, null);
+  }
+
+  private settle(seq: number, err: Error | null): void {
+    const p = this.pending.get(seq);
+    if (!p) return;
+    this.pending.delete(seq);
+    clearTimeout(p.timer);
+    if (err) p.reject(err);
+    else p.resolve(p.out);
+    this.update();
+  }
+
+  private failAll(e: Error): void {
+    for (const seq of [...this.pending.keys()]) this.settle(seq, e);
+  }
 }
 
 export interface Link {
@@ -222,8 +399,9 @@ export interface Link {
 
 export function decodeLink(body: Buffer): Link {
   const a = parseAttrs(body, IFI);
+  const ifi = new Struct(S.ifinfomsg, body);
   const link: Link = {
-    index: body.readInt32LE(4), type: body.readUInt16LE(2), flags: body.readUInt32LE(8),
+    index: ifi.i32("ifi_index"), type: ifi.u16("ifi_type"), flags: ifi.u32("ifi_flags"),
     name: a.get(IFLA_IFNAME)?.toString("utf8").replace(/\0.*$/s, "") ?? "",
   };
   const mtu = a.get(IFLA_MTU), parent = a.get(IFLA_LINK), addr = a.get(IFLA_ADDRESS), oper = a.get(IFLA_OPERSTATE);
@@ -247,34 +425,31 @@ export function decodeLink(body: Buffer): Link {
   return link;
 }
 
-function withSocket<T>(nl: RtNetlink | undefined, fn: (nl: RtNetlink) => T): T {
+async function withSocket<T>(nl: RtNetlink | undefined, fn: (nl: RtNetlink) => Promise<T>): Promise<T> {
   if (nl) return fn(nl);
   const own = new RtNetlink();
   try {
-    return fn(own);
+    return await fn(own);
   } finally {
     own.close();
   }
 }
 
-const ENODEV = 19;
+const byNameOrIndex = (link: string | number, extra: IfInfo = {}) => Buffer.concat([
+  encodeIfinfomsg({ ...extra, index: typeof link === "number" ? link : 0 }),
+  typeof link === "number" ? Buffer.alloc(0) : encodeAttrs([attr.str(IFLA_IFNAME, link)]),
+]);
 
 /** RTM_GETLINK dump: every link in the network namespace. */
-export function listLinks(nl?: RtNetlink): Link[] {
-  return withSocket(nl, (s) =>
-    s.request("RTM_GETLINK", RTM_GETLINK, NLM_F_DUMP, encodeIfinfomsg({})).filter((m) => m.type === RTM_NEWLINK)
-      .map((m) => decodeLink(m.body)));
+export async function listLinks(nl?: RtNetlink): Promise<Link[]> {
+  const msgs = await withSocket(nl, (s) => s.request("RTM_GETLINK", RTM_GETLINK, NLM_F_DUMP, encodeIfinfomsg({})));
+  return msgs.filter((m) => m.type === RTM_NEWLINK).map((m) => decodeLink(m.body));
 }
 
 /** RTM_GETLINK for one link by name or index; undefined when there is none. */
-export function getLink(nameOrIndex: string | number, nl?: RtNetlink): Link | undefined {
-  const byIndex = typeof nameOrIndex === "number";
-  const body = Buffer.concat([
-    encodeIfinfomsg({ index: byIndex ? nameOrIndex : 0 }),
-    byIndex ? Buffer.alloc(0) : encodeAttrs([attr.str(IFLA_IFNAME, nameOrIndex)]),
-  ]);
+export async function getLink(nameOrIndex: string | number, nl?: RtNetlink): Promise<Link | undefined> {
   try {
-    const [m] = withSocket(nl, (s) => s.request("RTM_GETLINK", RTM_GETLINK, 0, body));
+    const [m] = await withSocket(nl, (s) => s.request("RTM_GETLINK", RTM_GETLINK, 0, byNameOrIndex(nameOrIndex)));
     return m ? decodeLink(m.body) : undefined;
   } catch (e) {
     if (e instanceof SysError && e.errno === ENODEV) return undefined;
@@ -282,13 +457,13 @@ export function getLink(nameOrIndex: string | number, nl?: RtNetlink): Link | un
   }
 }
 
-export function linkExists(name: string, nl?: RtNetlink): boolean {
-  return getLink(name, nl) !== undefined;
+export async function linkExists(name: string, nl?: RtNetlink): Promise<boolean> {
+  return (await getLink(name, nl)) !== undefined;
 }
 
-function indexOf(link: string | number, s: RtNetlink): number {
+async function indexOf(link: string | number, s: RtNetlink): Promise<number> {
   if (typeof link === "number") return link;
-  const l = getLink(link, s);
+  const l = await getLink(link, s);
   if (!l) throw new NetlinkError(`link ${link}`, ENODEV);
   return l.index;
 }
@@ -305,42 +480,61 @@ export interface NewLink {
 }
 
 /** RTM_NEWLINK with NLM_F_CREATE|NLM_F_EXCL: creates a link; fails with EEXIST when the name is taken. */
-export function createLink(link: NewLink, nl?: RtNetlink): void {
-  withSocket(nl, (s) => {
+export async function createLink(link: NewLink, nl?: RtNetlink): Promise<void> {
+  await withSocket(nl, async (s) => {
     const info: Attr[] = [attr.str(IFLA_INFO_KIND, link.kind)];
     if (link.data) info.push(attr.nest(IFLA_INFO_DATA, link.data));
     const attrs: Attr[] = [attr.str(IFLA_IFNAME, link.name), attr.nest(IFLA_LINKINFO, info)];
-    if (link.parent !== undefined) attrs.push(attr.u32(IFLA_LINK, indexOf(link.parent, s)));
+    if (link.parent !== undefined) attrs.push(attr.u32(IFLA_LINK, await indexOf(link.parent, s)));
     if (link.mtu !== undefined) attrs.push(attr.u32(IFLA_MTU, link.mtu));
-    s.request(`RTM_NEWLINK ${link.name}`, RTM_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+    await s.request(`RTM_NEWLINK ${link.name}`, RTM_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
       Buffer.concat([encodeIfinfomsg({}), encodeAttrs(attrs)]));
   });
 }
 
-/** Creates VLAN `vlanId` (1..4094) on parent as link `name` (8021q). */
-export function createVlan(parent: string | number, name: string, vlanId: number, opts: { protocol?: number } = {}, nl?: RtNetlink): void {
+/** Creates VLAN `vlanId` (1..4094) on parent as link `name` (8021q); a bad id rejects with RangeError. */
+export async function createVlan(
+  parent: string | number, name: string, vlanId: number, opts: { protocol?: number } = {}, nl?: RtNetlink,
+): Promise<void> {
   if (!Number.isInteger(vlanId) || vlanId < 1 || vlanId > 4094) throw new RangeError(`VLAN id 1..4094: ${vlanId}`);
   const data = [attr.u16(IFLA_VLAN_ID, vlanId)];
   if (opts.protocol !== undefined) data.push(attr.be16(IFLA_VLAN_PROTOCOL, opts.protocol));
-  createLink({ name, kind: "vlan", parent, data }, nl);
+  await createLink({ name, kind: "vlan", parent, data }, nl);
 }
 
 /** RTM_DELLINK by name or index. */
-export function deleteLink(link: string | number, nl?: RtNetlink): void {
-  withSocket(nl, (s) => {
-    const byIndex = typeof link === "number";
-    const body = Buffer.concat([
-      encodeIfinfomsg({ index: byIndex ? link : 0 }),
-      byIndex ? Buffer.alloc(0) : encodeAttrs([attr.str(IFLA_IFNAME, link)]),
-    ]);
-    s.request(`RTM_DELLINK ${link}`, RTM_DELLINK, NLM_F_ACK, body);
-  });
+export async function deleteLink(link: string | number, nl?: RtNetlink): Promise<void> {
+  await withSocket(nl, (s) => s.request(`RTM_DELLINK ${link}`, RTM_DELLINK, NLM_F_ACK, byNameOrIndex(link)));
 }
 
 /** Sets or clears IFF_UP. */
-export function setLinkUp(link: string | number, up: boolean, nl?: RtNetlink): void {
-  withSocket(nl, (s) => {
-    const body = encodeIfinfomsg({ index: indexOf(link, s), flags: up ? IFF_UP : 0, change: IFF_UP });
-    s.request(`RTM_NEWLINK ${link} ${up ? "up" : "down"}`, RTM_NEWLINK, NLM_F_ACK, body);
+export async function setLinkUp(link: string | number, up: boolean, nl?: RtNetlink): Promise<void> {
+  await withSocket(nl, async (s) => {
+    const body = encodeIfinfomsg({ index: await indexOf(link, s), flags: up ? IFF_UP : 0, change: IFF_UP });
+    await s.request(`RTM_NEWLINK ${link} ${up ? "up" : "down"}`, RTM_NEWLINK, NLM_F_ACK, body);
   });
+}
+
+export interface LinkEvent {
+  /** RTM_NEWLINK (added or changed) or RTM_DELLINK */
+  type: typeof RTM_NEWLINK | typeof RTM_DELLINK;
+  link: Link;
+}
+
+/**
+ * Link notifications (RTNLGRP_LINK) on the event source: every link added, changed
+ * or removed in the namespace. Without a socket it opens its own, closed with the
+ * subscription.
+ */
+export function watchLinks(onEvent: (ev: LinkEvent) => void, nl?: RtNetlink, onError?: (e: Error) => void): Subscription {
+  const s = nl ?? new RtNetlink();
+  const sub = s.subscribe([RTNLGRP_LINK], (m) => {
+    if (m.type === RTM_NEWLINK || m.type === RTM_DELLINK) onEvent({ type: m.type, link: decodeLink(m.body) });
+  }, onError);
+  return {
+    close: () => {
+      sub.close();
+      if (!nl) s.close();
+    },
+  };
 }

@@ -1,7 +1,9 @@
 // AF_UNIX stream sockets with SCM_RIGHTS (sys/socket.h, linux/socket.h), for the
-// D-Bus transport: dbus-next's optional native `usocket` does not load in Bun.
+// D-Bus transport: dbus-next's optional native `usocket` does not load in Bun. Also
+// the one place msghdr/iovec/cmsghdr are built (netlink.ts uses it too).
 // Layouts are LP64 (x86_64, aarch64); test/ffi/socket.test.ts checks them against gcc.
-import { libc, check, ptr, SysError, errno, EINTR, EAGAIN } from "./libc";
+import { libc, check, checkAgain, ptr } from "./libc";
+import { Struct, struct } from "./struct";
 
 export const AF_UNIX = 1;
 export const SOCK_STREAM = 1;
@@ -10,38 +12,45 @@ export const SOL_SOCKET = 1;
 export const SCM_RIGHTS = 1;
 export const MSG_NOSIGNAL = 0x4000;
 export const MSG_DONTWAIT = 0x40;
+export const MSG_TRUNC = 0x20;
+export const MSG_CTRUNC = 0x8;
 export const MSG_CMSG_CLOEXEC = 0x40000000;
 export const SHUT_RDWR = 2;
 
-export const SIZEOF_SOCKADDR_UN = 110;
-export const SIZEOF_MSGHDR = 56;
-export const SIZEOF_IOVEC = 16;
-export const SIZEOF_CMSGHDR = 16;
-export const OFFSETOF_MSGHDR = { msg_name: 0, msg_namelen: 8, msg_iov: 16, msg_iovlen: 24, msg_control: 32, msg_controllen: 40, msg_flags: 48 };
-
 /** Struct layouts (size and member offsets), asserted against the C headers in test/ffi. */
 export const structs = {
-  sockaddr_un: { c: "struct sockaddr_un", size: SIZEOF_SOCKADDR_UN, fields: { sun_family: 0, sun_path: 2 } },
-  msghdr: { c: "struct msghdr", size: SIZEOF_MSGHDR, fields: OFFSETOF_MSGHDR },
-  iovec: { c: "struct iovec", size: SIZEOF_IOVEC, fields: { iov_base: 0, iov_len: 8 } },
-  cmsghdr: { c: "struct cmsghdr", size: SIZEOF_CMSGHDR, fields: { cmsg_len: 0, cmsg_level: 8, cmsg_type: 12 } },
-};
+  sockaddr_un: { c: "struct sockaddr_un", size: 110, fields: { sun_family: 0, sun_path: 2 }, lengths: { sun_path: 108 } },
+  msghdr: {
+    c: "struct msghdr", size: 56,
+    fields: { msg_name: 0, msg_namelen: 8, msg_iov: 16, msg_iovlen: 24, msg_control: 32, msg_controllen: 40, msg_flags: 48 },
+  },
+  iovec: { c: "struct iovec", size: 16, fields: { iov_base: 0, iov_len: 8 } },
+  cmsghdr: { c: "struct cmsghdr", size: 16, fields: { cmsg_len: 0, cmsg_level: 8, cmsg_type: 12 } },
+} as const;
 
-export const CMSG_ALIGN = (n: number) => (n + 7) & ~7;
-export const CMSG_SPACE = (n: number) => SIZEOF_CMSGHDR + CMSG_ALIGN(n);
-export const CMSG_LEN = (n: number) => SIZEOF_CMSGHDR + n;
+export const SIZEOF_SOCKADDR_UN = structs.sockaddr_un.size;
+export const SIZEOF_MSGHDR = structs.msghdr.size;
+export const SIZEOF_IOVEC = structs.iovec.size;
+export const SIZEOF_CMSGHDR = structs.cmsghdr.size;
+export const OFFSETOF_MSGHDR = structs.msghdr.fields;
+
+const ALIGN = 8; // sizeof(size_t): cmsg alignment on LP64 (CMSG_SPACE/CMSG_LEN are asserted in test/ffi)
+export const CMSG_ALIGN = (n: number) => (n + ALIGN - 1) & ~(ALIGN - 1);
+export const CMSG_SPACE = (n: number) => CMSG_ALIGN(SIZEOF_CMSGHDR) + CMSG_ALIGN(n);
+export const CMSG_LEN = (n: number) => CMSG_ALIGN(SIZEOF_CMSGHDR) + n;
 
 /** Most fds carried by one message (the D-Bus reference limit per message is larger; ours is enough). */
 export const MAX_FDS = 32;
 
 /** sockaddr_un for a filesystem path or, with `abstract`, a Linux abstract name. */
 export function sockaddrUn(path: string, abstract = false): { buf: Buffer; len: number } {
-  const buf = Buffer.alloc(SIZEOF_SOCKADDR_UN);
-  buf.writeUInt16LE(AF_UNIX, 0);
+  const sa = struct(structs.sockaddr_un).setU16("sun_family", AF_UNIX);
   const name = Buffer.from(path, "utf8");
-  if (name.length + (abstract ? 1 : 0) > 107) throw new Error(`socket path too long: ${path}`);
-  name.copy(buf, abstract ? 3 : 2);
-  return { buf, len: abstract ? 3 + name.length : 2 + name.length + 1 };
+  const room = sa.len("sun_path") - 1;
+  if (name.length + (abstract ? 1 : 0) > room) throw new Error(`socket path too long: ${path}`);
+  const at = sa.off("sun_path") + (abstract ? 1 : 0);
+  name.copy(sa.buf, at);
+  return { buf: sa.buf, len: at + name.length + (abstract ? 0 : 1) };
 }
 
 /** Connects a blocking AF_UNIX stream socket; returns its fd. */
@@ -57,18 +66,67 @@ export function connectUnix(path: string, abstract = false): number {
   return fd;
 }
 
-function buildMsghdr(data: Uint8Array, control: Uint8Array | null) {
-  const iov = Buffer.alloc(SIZEOF_IOVEC);
-  iov.writeBigUInt64LE(BigInt(data.length ? ptr(data) : 0), 0);
-  iov.writeBigUInt64LE(BigInt(data.length), 8);
-  const msg = Buffer.alloc(SIZEOF_MSGHDR);
-  msg.writeBigUInt64LE(BigInt(ptr(iov)), OFFSETOF_MSGHDR.msg_iov);
-  msg.writeBigUInt64LE(1n, OFFSETOF_MSGHDR.msg_iovlen);
-  if (control) {
-    msg.writeBigUInt64LE(BigInt(ptr(control)), OFFSETOF_MSGHDR.msg_control);
-    msg.writeBigUInt64LE(BigInt(control.length), OFFSETOF_MSGHDR.msg_controllen);
+/** A control message: level, type and its data. */
+export interface Cmsg { level: number; type: number; data: Buffer }
+
+/** A control buffer holding the given messages (CMSG_SPACE each). */
+export function encodeCmsgs(msgs: { level: number; type: number; data: Uint8Array }[]): Buffer {
+  const out = Buffer.alloc(msgs.reduce((n, m) => n + CMSG_SPACE(m.data.length), 0));
+  let off = 0;
+  for (const m of msgs) {
+    new Struct(structs.cmsghdr, out, off).setU64("cmsg_len", CMSG_LEN(m.data.length)).setI32("cmsg_level", m.level).setI32("cmsg_type", m.type);
+    out.set(m.data, off + CMSG_LEN(0));
+    off += CMSG_SPACE(m.data.length);
   }
-  return { msg, iov };
+  return out;
+}
+
+/** The control messages in the first controllen bytes of a control buffer. */
+export function decodeCmsgs(control: Buffer, controllen: number): Cmsg[] {
+  const out: Cmsg[] = [];
+  for (let off = 0; off + SIZEOF_CMSGHDR <= controllen;) {
+    const h = new Struct(structs.cmsghdr, control, off);
+    const len = Number(h.u64("cmsg_len"));
+    if (len < CMSG_LEN(0) || off + len > controllen) break;
+    out.push({ level: h.i32("cmsg_level"), type: h.i32("cmsg_type"), data: control.subarray(off + CMSG_LEN(0), off + len) });
+    off += CMSG_ALIGN(len);
+  }
+  return out;
+}
+
+const fdsCmsg = (fds: number[]) => {
+  const data = Buffer.alloc(4 * fds.length);
+  fds.forEach((f, i) => data.writeInt32LE(f, 4 * i));
+  return encodeCmsgs([{ level: SOL_SOCKET, type: SCM_RIGHTS, data }]);
+};
+
+/**
+ * A struct msghdr with its iovecs, for sendmsg/recvmsg. It holds the buffers it
+ * points to, so they stay alive as long as it does.
+ */
+export class MsgHdr {
+  readonly hdr = struct(structs.msghdr);
+  private readonly iovs: Buffer;
+
+  constructor(readonly iov: Uint8Array[], readonly control: Buffer | null = null, readonly name: Buffer | null = null) {
+    this.iovs = Struct.array(structs.iovec, iov.length);
+    iov.forEach((b, i) => Struct.at(structs.iovec, this.iovs, i).setPtr("iov_base", b).setU64("iov_len", b.length));
+    this.hdr.setPtr("msg_iov", this.iovs).setU64("msg_iovlen", iov.length);
+    if (name) this.hdr.setPtr("msg_name", name).setU32("msg_namelen", name.length);
+    this.reset();
+  }
+
+  /** Restores the lengths the kernel rewrites on recvmsg (control and name). */
+  reset(): void {
+    if (this.control) this.hdr.setPtr("msg_control", this.control).setU64("msg_controllen", this.control.length);
+    if (this.name) this.hdr.setU32("msg_namelen", this.name.length);
+  }
+
+  get controllen(): number { return Number(this.hdr.u64("msg_controllen")); }
+  get flags(): number { return this.hdr.i32("msg_flags"); }
+  /** The control messages the kernel returned. */
+  cmsgs(): Cmsg[] { return this.control ? decodeCmsgs(this.control, this.controllen) : []; }
+  get ptr() { return ptr(this.hdr.buf); }
 }
 
 /**
@@ -79,19 +137,8 @@ export function sendAll(fd: number, data: Uint8Array, fds: number[] = []): void 
   let off = 0;
   let pendingFds = fds;
   while (off < data.length) {
-    const chunk = data.subarray(off);
-    let control: Buffer | null = null;
-    if (pendingFds.length) {
-      control = Buffer.alloc(CMSG_SPACE(4 * pendingFds.length));
-      control.writeBigUInt64LE(BigInt(CMSG_LEN(4 * pendingFds.length)), 0);
-      control.writeInt32LE(SOL_SOCKET, 8);
-      control.writeInt32LE(SCM_RIGHTS, 12);
-      pendingFds.forEach((f, i) => control!.writeInt32LE(f, SIZEOF_CMSGHDR + 4 * i));
-    }
-    const { msg, iov } = buildMsghdr(chunk, control);
-    const n = Number(check("sendmsg", () => libc.sendmsg(fd, ptr(msg), MSG_NOSIGNAL)));
-    void iov;
-    off += n;
+    const msg = new MsgHdr([data.subarray(off)], pendingFds.length ? fdsCmsg(pendingFds) : null);
+    off += Number(check("sendmsg", () => libc.sendmsg(fd, msg.ptr, MSG_NOSIGNAL)));
     pendingFds = [];
   }
 }
@@ -99,12 +146,10 @@ export function sendAll(fd: number, data: Uint8Array, fds: number[] = []): void 
 /** Receive buffers kept for one socket: reused across recvmsg calls. */
 export class Receiver {
   private data: Buffer;
-  private control = Buffer.alloc(CMSG_SPACE(4 * MAX_FDS));
-  private msg: Buffer;
-  private iov: Buffer;
+  private msg: MsgHdr;
   constructor(private fd: number, size = 65536) {
     this.data = Buffer.alloc(size);
-    ({ msg: this.msg, iov: this.iov } = buildMsghdr(this.data, this.control));
+    this.msg = new MsgHdr([this.data], Buffer.alloc(CMSG_SPACE(4 * MAX_FDS)));
   }
   /** Non-blocking recvmsg: null when nothing is there yet (EAGAIN), else as recv(). */
   tryRecv(): { data: Buffer; fds: number[] } | null {
@@ -113,30 +158,15 @@ export class Receiver {
   /** Blocking recvmsg: bytes (empty at end of stream) and any fds that came with them. */
   recv(flags?: number): { data: Buffer; fds: number[] };
   recv(flags = 0): { data: Buffer; fds: number[] } | null {
-    this.msg.writeBigUInt64LE(BigInt(this.control.length), OFFSETOF_MSGHDR.msg_controllen);
-    let n: number;
-    for (;;) {
-      n = Number(libc.recvmsg(this.fd, ptr(this.msg), MSG_CMSG_CLOEXEC | flags));
-      if (n >= 0) break;
-      const e = errno();
-      if (e === EAGAIN && flags & MSG_DONTWAIT) return null;
-      if (e !== EINTR) throw new SysError("recvmsg", e);
-    }
+    this.msg.reset();
+    const call = () => libc.recvmsg(this.fd, this.msg.ptr, MSG_CMSG_CLOEXEC | flags);
+    const r = flags & MSG_DONTWAIT ? checkAgain("recvmsg", call) : check("recvmsg", call);
+    if (r === null) return null;
     const fds: number[] = [];
-    const controllen = Number(this.msg.readBigUInt64LE(OFFSETOF_MSGHDR.msg_controllen));
-    let off = 0;
-    while (off + SIZEOF_CMSGHDR <= controllen) {
-      const len = Number(this.control.readBigUInt64LE(off));
-      const level = this.control.readInt32LE(off + 8);
-      const type = this.control.readInt32LE(off + 12);
-      if (len < SIZEOF_CMSGHDR) break;
-      if (level === SOL_SOCKET && type === SCM_RIGHTS) {
-        for (let p = off + SIZEOF_CMSGHDR; p + 4 <= off + len; p += 4) fds.push(this.control.readInt32LE(p));
-      }
-      off += CMSG_ALIGN(len);
+    for (const c of this.msg.cmsgs()) {
+      if (c.level === SOL_SOCKET && c.type === SCM_RIGHTS) for (let p = 0; p + 4 <= c.data.length; p += 4) fds.push(c.data.readInt32LE(p));
     }
-    void this.iov;
-    return { data: Buffer.from(this.data.subarray(0, n)), fds };
+    return { data: Buffer.from(this.data.subarray(0, Number(r))), fds };
   }
 }
 
@@ -145,26 +175,10 @@ export class Receiver {
  * number of bytes the kernel took, or 0 when the socket is full (EAGAIN).
  */
 export function trySend(fd: number, data: Uint8Array, fds: number[] = []): number {
-  let control: Buffer | null = null;
-  if (fds.length) {
-    control = Buffer.alloc(CMSG_SPACE(4 * fds.length));
-    control.writeBigUInt64LE(BigInt(CMSG_LEN(4 * fds.length)), 0);
-    control.writeInt32LE(SOL_SOCKET, 8);
-    control.writeInt32LE(SCM_RIGHTS, 12);
-    fds.forEach((f, i) => control!.writeInt32LE(f, SIZEOF_CMSGHDR + 4 * i));
-  }
-  const { msg, iov } = buildMsghdr(data, control);
-  for (;;) {
-    const n = Number(libc.sendmsg(fd, ptr(msg), MSG_NOSIGNAL | MSG_DONTWAIT));
-    void iov;
-    if (n >= 0) return n;
-    const e = errno();
-    if (e === EAGAIN) return 0;
-    if (e !== EINTR) throw new SysError("sendmsg", e);
-  }
+  const msg = new MsgHdr([data], fds.length ? fdsCmsg(fds) : null);
+  return Number(checkAgain("sendmsg", () => libc.sendmsg(fd, msg.ptr, MSG_NOSIGNAL | MSG_DONTWAIT)) ?? 0);
 }
 
 export function shutdownSocket(fd: number): void {
   libc.shutdown(fd, SHUT_RDWR);
 }
-

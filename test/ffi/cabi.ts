@@ -5,12 +5,14 @@ import { mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export interface StructLayout { c: string; size: number; fields: Record<string, number> }
+export interface StructLayout { c: string; size: number; fields: Record<string, number>; lengths?: Record<string, number> }
 
 export interface CAbi {
   sizes: Record<string, number>;
   /** "<struct key>.<field>" -> offset */
   offsets: Record<string, number>;
+  /** "<struct key>.<field>" -> sizeof the member (for the table's `lengths`) */
+  lengths: Record<string, number>;
   values: Record<string, number>;
 }
 
@@ -32,6 +34,9 @@ export function probe(opts: {
     for (const f of Object.keys(s.fields)) {
       lines.push(`  printf("F %s.%s %zu\\n", ${JSON.stringify(key)}, ${JSON.stringify(f)}, offsetof(${s.c}, ${f}));`);
     }
+    for (const f of Object.keys(s.lengths ?? {})) {
+      lines.push(`  printf("L %s.%s %zu\\n", ${JSON.stringify(key)}, ${JSON.stringify(f)}, sizeof(((${s.c} *)0)->${f}));`);
+    }
   }
   for (const [name, expr] of Object.entries(opts.values ?? {})) {
     lines.push(`  printf("V %s %llu\\n", ${JSON.stringify(name)}, (unsigned long long)(${expr}));`);
@@ -44,13 +49,14 @@ export function probe(opts: {
     const cc = Bun.spawnSync(["gcc", "-w", "-D__user=", ...(opts.includeDirs ?? []).flatMap((d) => ["-idirafter", d]), "-o", exe, src]);
     if (cc.exitCode !== 0) throw new Error(`gcc failed:\n${cc.stderr.toString()}`);
     const run = Bun.spawnSync([exe]);
-    const out: CAbi = { sizes: {}, offsets: {}, values: {} };
+    const out: CAbi = { sizes: {}, offsets: {}, lengths: {}, values: {} };
     for (const line of run.stdout.toString().split("\n")) {
       const [kind, name, v] = line.split(" ");
       if (!kind || !name || v === undefined) continue;
       const n = Number(v);
       if (kind === "S") out.sizes[name] = n;
       else if (kind === "F") out.offsets[name] = n;
+      else if (kind === "L") out.lengths[name] = n;
       else out.values[name] = n;
     }
     return out;
@@ -60,13 +66,14 @@ export function probe(opts: {
 }
 
 /** Our layouts in the probe's shape, for a single toEqual per kind. */
-export function expected(structs: Record<string, StructLayout>): Pick<CAbi, "sizes" | "offsets"> {
-  const sizes: Record<string, number> = {}, offsets: Record<string, number> = {};
+export function expected(structs: Record<string, StructLayout>): Pick<CAbi, "sizes" | "offsets" | "lengths"> {
+  const sizes: Record<string, number> = {}, offsets: Record<string, number> = {}, lengths: Record<string, number> = {};
   for (const [key, s] of Object.entries(structs)) {
     sizes[key] = s.size;
     for (const [f, o] of Object.entries(s.fields)) offsets[`${key}.${f}`] = o;
+    for (const [f, n] of Object.entries(s.lengths ?? {})) lengths[`${key}.${f}`] = n;
   }
-  return { sizes, offsets };
+  return { sizes, offsets, lengths };
 }
 
 /** Each ioctl name is also its C expression. */
@@ -104,8 +111,9 @@ export function checkAgainstHeaders(
       const want = expected(opts.structs);
       expect(abi.sizes).toEqual(want.sizes);
       expect(abi.offsets).toEqual(want.offsets);
+      expect(abi.lengths).toEqual(want.lengths);
     });
-    test("ioctl numbers and constants", () => {
+    test.skipIf(!opts.ioctls && !opts.consts)("ioctl numbers and constants", () => {
       for (const [k, v] of Object.entries(opts.ioctls ?? {})) expect([k, abi.values[k]]).toEqual([k, v]);
       for (const [k, [, v]] of Object.entries(consts)) expect([k, abi.values[k]]).toEqual([k, Number(v)]);
     });

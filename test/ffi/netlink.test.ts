@@ -13,6 +13,13 @@ const consts: Record<string, number> = {
   IFLA_OPERSTATE: nl.IFLA_OPERSTATE, IFLA_LINKINFO: nl.IFLA_LINKINFO, IFLA_INFO_KIND: nl.IFLA_INFO_KIND,
   IFLA_INFO_DATA: nl.IFLA_INFO_DATA, IFLA_VLAN_ID: nl.IFLA_VLAN_ID, IFLA_VLAN_PROTOCOL: nl.IFLA_VLAN_PROTOCOL,
   IFF_UP: nl.IFF_UP, ETH_P_8021Q: nl.ETH_P_8021Q, ETH_P_8021AD: nl.ETH_P_8021AD, NLA_F_NESTED: nl.NLA_F_NESTED,
+  NLA_F_NET_BYTEORDER: nl.NLA_F_NET_BYTEORDER, NLMSG_ALIGNTO: nl.NLMSG_ALIGNTO, NLA_ALIGNTO: nl.NLA_ALIGNTO,
+  NETLINK_ADD_MEMBERSHIP: nl.NETLINK_ADD_MEMBERSHIP, NETLINK_DROP_MEMBERSHIP: nl.NETLINK_DROP_MEMBERSHIP,
+  NETLINK_PKTINFO: nl.NETLINK_PKTINFO, SOCK_NONBLOCK: nl.SOCK_NONBLOCK,
+  RTNLGRP_LINK: nl.RTNLGRP_LINK, RTNLGRP_NEIGH: nl.RTNLGRP_NEIGH, RTNLGRP_IPV4_IFADDR: nl.RTNLGRP_IPV4_IFADDR,
+  RTNLGRP_IPV4_ROUTE: nl.RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_IFADDR: nl.RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV6_ROUTE: nl.RTNLGRP_IPV6_ROUTE,
+  RTMGRP_LINK: nl.RTMGRP_LINK, RTMGRP_NEIGH: nl.RTMGRP_NEIGH, RTMGRP_IPV4_IFADDR: nl.RTMGRP_IPV4_IFADDR,
+  RTMGRP_IPV4_ROUTE: nl.RTMGRP_IPV4_ROUTE, RTMGRP_IPV6_IFADDR: nl.RTMGRP_IPV6_IFADDR, RTMGRP_IPV6_ROUTE: nl.RTMGRP_IPV6_ROUTE,
 };
 checkAgainstHeaders("netlink.ts mirrors linux/netlink.h, linux/rtnetlink.h and linux/if_link.h", {
   headers: ["sys/uio.h", "linux/netlink.h", "linux/rtnetlink.h", "linux/if_link.h", "linux/if_ether.h", "net/if.h"],
@@ -50,19 +57,39 @@ describe("attribute encoding", () => {
     });
   });
 
-  test("VLAN ids outside 1..4094 are refused before reaching the kernel", () => {
-    expect(() => nl.createVlan("lo", "x", 0)).toThrow(RangeError);
-    expect(() => nl.createVlan("lo", "x", 4095)).toThrow(RangeError);
+  test("VLAN ids outside 1..4094 are refused before reaching the kernel", async () => {
+    await expect(nl.createVlan("lo", "x", 0)).rejects.toThrow(RangeError);
+    await expect(nl.createVlan("lo", "x", 4095)).rejects.toThrow(RangeError);
+  });
+
+  test("a message header round-trips, and an error answer carries the errno", () => {
+    const m = nl.encodeMessage(nl.RTM_GETLINK, nl.NLM_F_DUMP, 42, nl.encodeIfinfomsg({ index: 3 }));
+    const [back] = nl.decodeMessages(m);
+    expect(back).toMatchObject({ type: nl.RTM_GETLINK, flags: nl.NLM_F_DUMP | nl.NLM_F_REQUEST, seq: 42, pid: 0 });
+    expect(back!.body.readInt32LE(4)).toBe(3);
   });
 });
 
-test("RTM_GETLINK in the test's own namespace lists the loopback link", () => {
-  const links = nl.listLinks();
+test("RTM_GETLINK in the test's own namespace lists the loopback link", async () => {
+  const links = await nl.listLinks();
   const lo = links.find((l) => l.name === "lo");
   expect(lo).toBeDefined();
   expect(lo!.flags & nl.IFF_LOOPBACK).toBe(nl.IFF_LOOPBACK);
-  expect(nl.getLink("lo")).toMatchObject({ index: lo!.index, name: "lo" });
-  expect(nl.getLink(lo!.index)?.name).toBe("lo");
+  expect(await nl.getLink("lo")).toMatchObject({ index: lo!.index, name: "lo" });
+  expect((await nl.getLink(lo!.index))?.name).toBe("lo");
+});
+
+test("concurrent requests on one socket are matched to their answers; a closed socket refuses more", async () => {
+  const s = new nl.RtNetlink();
+  try {
+    const [all, lo, none] = await Promise.all([nl.listLinks(s), nl.getLink("lo", s), nl.getLink("nosuchlink9", s)]);
+    expect(all.map((l) => l.name)).toContain("lo");
+    expect(lo?.name).toBe("lo");
+    expect(none).toBeUndefined();
+  } finally {
+    s.close();
+  }
+  await expect(nl.listLinks(s)).rejects.toThrow(/EBADF|Bad file/);
 });
 
 // Changing links needs a namespace of our own; where user namespaces are not allowed this is skipped.
@@ -70,10 +97,13 @@ const unshare = Bun.which("unshare");
 const canUnshare = unshare !== null && Bun.spawnSync([unshare, "-rn", "true"]).exitCode === 0;
 if (!canUnshare) console.warn("netlink.test.ts: unshare -rn is not allowed here; namespace tests skipped");
 
-test.skipIf(!canUnshare)("in a fresh network namespace: link up, lookups and kernel errors", () => {
+test.skipIf(!canUnshare)("in a fresh network namespace: link up, notifications, lookups and kernel errors", () => {
   const r = Bun.spawnSync([unshare!, "-rn", process.execPath, `${import.meta.dir}/fixtures/netlink-netns.ts`]);
   expect(r.stderr.toString()).toBe("");
   const out = JSON.parse(r.stdout.toString());
+  // The multicast subscription saw lo come up (RTM_NEWLINK on RTNLGRP_LINK).
+  expect(out.events).toContainEqual({ type: nl.RTM_NEWLINK, name: "lo", up: true });
+  expect(out.concurrent).toEqual([1, "lo", true]);
   expect(out.links).toEqual(["lo"]);
   expect(out.upBefore).toBe(false);
   expect(out.upAfter).toBe(true);

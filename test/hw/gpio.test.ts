@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import * as gpio from "../../src/ffi/gpio.ts";
-import { guest, readText } from "./vboard.ts";
+import { collect, guest, readText } from "./vboard.ts";
 
 const SIM = "/sys/kernel/config/gpio-sim/vboard";
 
@@ -45,7 +45,7 @@ guest("GPIO on gpio-sim", () => {
     expect(gpio.lineInfo(chip, 2).flags & gpio.LineFlag.USED).toBe(0n);
   });
 
-  test("input values and edge events follow the simulated pull", () => {
+  test("input values and edge events follow the simulated pull (read on the event source)", async () => {
     writeFileSync(`${sysfs}/sim_gpio5/pull`, "pull-down");
     const req = gpio.requestLines(chip, {
       offsets: [5], consumer: "hw-edges",
@@ -53,17 +53,43 @@ guest("GPIO on gpio-sim", () => {
     });
     try {
       expect(gpio.getValues(req, 1n)).toBe(0n);
+      expect(gpio.readEdgeEvents(req)).toEqual([]); // non-blocking: nothing queued yet
+      const rising = collect<gpio.LineEvent>((push) => gpio.watchEdges(req, push), 1);
       writeFileSync(`${sysfs}/sim_gpio5/pull`, "pull-up");
-      expect(gpio.waitReadable(req, 2000)).toBe(true);
-      const [ev] = gpio.readEvents(req);
+      const [ev] = await rising;
       expect(ev).toMatchObject({ id: gpio.EVENT_RISING_EDGE, offset: 5, seqno: 1, lineSeqno: 1 });
       expect(ev!.timestampNs).toBeGreaterThan(0n);
       expect(gpio.getValues(req, 1n)).toBe(1n);
+      const falling = collect<gpio.LineEvent>((push) => gpio.watchEdges(req, push), 1);
       writeFileSync(`${sysfs}/sim_gpio5/pull`, "pull-down");
-      expect(gpio.waitReadable(req, 2000)).toBe(true);
-      expect(gpio.readEvents(req)[0]).toMatchObject({ id: gpio.EVENT_FALLING_EDGE, offset: 5, seqno: 2 });
+      expect((await falling)[0]).toMatchObject({ id: gpio.EVENT_FALLING_EDGE, offset: 5, seqno: 2 });
     } finally {
       gpio.close(req);
+    }
+  });
+
+  test("edge events are read without blocking: what is queued now, [] when nothing is", async () => {
+    writeFileSync(`${sysfs}/sim_gpio0/pull`, "pull-down");
+    const req = gpio.requestLines(chip, {
+      offsets: [0], consumer: "hw-queue",
+      config: { flags: gpio.LineFlag.INPUT | gpio.LineFlag.EDGE_RISING | gpio.LineFlag.EDGE_FALLING },
+    });
+    try {
+      expect(gpio.readEdgeEvents(req)).toEqual([]);
+      for (const pull of ["pull-up", "pull-down", "pull-up"]) writeFileSync(`${sysfs}/sim_gpio0/pull`, pull);
+      // The edges reach the request through the simulator's interrupt thread: poll
+      // the non-blocking read from timers until all three are there.
+      const events: gpio.LineEvent[] = [];
+      for (const end = Date.now() + 2000; events.length < 3 && Date.now() < end;) {
+        await Bun.sleep(20);
+        events.push(...gpio.readEdgeEvents(req));
+      }
+      expect(events.map((e) => e.id)).toEqual([gpio.EVENT_RISING_EDGE, gpio.EVENT_FALLING_EDGE, gpio.EVENT_RISING_EDGE]);
+      expect(events.map((e) => e.lineSeqno)).toEqual([1, 2, 3]);
+      expect(gpio.readEdgeEvents(req)).toEqual([]);
+    } finally {
+      gpio.close(req);
+      writeFileSync(`${sysfs}/sim_gpio0/pull`, "pull-down");
     }
   });
 
@@ -78,22 +104,20 @@ guest("GPIO on gpio-sim", () => {
     }
   });
 
-  test("watched line info reports request, reconfiguration and release", () => {
+  test("watched line info reports request, reconfiguration and release (on the event source)", async () => {
     const watcher = gpio.openChip(`/dev/${readText(`${SIM}/bank0/chip_name`)}`);
     try {
-      expect(gpio.watchLineInfo(watcher, 4).flags & gpio.LineFlag.USED).toBe(0n);
+      expect(gpio.addLineInfoWatch(watcher, 4).flags & gpio.LineFlag.USED).toBe(0n);
+      expect(gpio.readLineInfoChanges(watcher)).toEqual([]);
+      const changes = collect<gpio.LineInfoChanged>((push) => gpio.watchLineInfo(watcher, push), 3);
       const req = gpio.requestLines(chip, { offsets: [4], consumer: "hw-watch", config: { flags: gpio.LineFlag.INPUT } });
       gpio.setConfig(req, { flags: gpio.LineFlag.OUTPUT });
       gpio.close(req);
-      const seen: number[] = [];
-      while (seen.length < 3 && gpio.waitReadable(watcher, 2000)) {
-        for (const c of gpio.readLineInfoChanged(watcher)) {
-          expect(c.info.offset).toBe(4);
-          seen.push(c.eventType);
-        }
-      }
-      expect(seen).toEqual([gpio.LINE_CHANGED_REQUESTED, gpio.LINE_CHANGED_CONFIG, gpio.LINE_CHANGED_RELEASED]);
-      gpio.unwatchLineInfo(watcher, 4);
+      const seen = await changes;
+      expect(seen.map((c) => c.info.offset)).toEqual([4, 4, 4]);
+      expect(seen.map((c) => c.eventType)).toEqual([gpio.LINE_CHANGED_REQUESTED, gpio.LINE_CHANGED_CONFIG, gpio.LINE_CHANGED_RELEASED]);
+      expect(seen[0]!.info.consumer).toBe("hw-watch");
+      gpio.removeLineInfoWatch(watcher, 4);
     } finally {
       gpio.close(watcher);
     }

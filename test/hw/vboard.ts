@@ -21,3 +21,28 @@ export function classDevice(cls: string, match: (name: string) => boolean): stri
   }
   return undefined;
 }
+
+/**
+ * Collects `count` values pushed by a watch on the event source (watchEdges,
+ * watchLineInfo, watchFrames...), then closes it; rejects after timeoutMs.
+ */
+export function collect<T>(start: (push: (v: T) => void) => { close(): void }, count: number, timeoutMs = 2000): Promise<T[]> {
+  return new Promise((resolve, reject) => {
+    const got: T[] = [];
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      queueMicrotask(() => w.close());
+      if (err) reject(err);
+      else resolve(got);
+    };
+    const timer = setTimeout(() => finish(new Error(`timed out after ${timeoutMs} ms with ${got.length} of ${count}: ${JSON.stringify(got, (_, v) => (typeof v === "bigint" ? String(v) : v))}`)), timeoutMs);
+    const w = start((v) => {
+      if (done) return;
+      got.push(v);
+      if (got.length >= count) finish();
+    });
+  });
+}
