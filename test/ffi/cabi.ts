@@ -25,8 +25,10 @@ export function probe(opts: {
   structs?: Record<string, StructLayout>;
   values?: Record<string, string>;
   includeDirs?: string[];
+  /** Feature macros defined before any header, e.g. _GNU_SOURCE. */
+  defines?: string[];
 }): CAbi {
-  const lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <sys/types.h>", "#include <sys/socket.h>"];
+  const lines = [...(opts.defines ?? []).map((d) => `#define ${d}`), "#include <stdio.h>", "#include <stddef.h>", "#include <sys/types.h>", "#include <sys/socket.h>"];
   for (const h of opts.headers) lines.push(`#include <${h}>`);
   lines.push("int main(void) {");
   for (const [key, s] of Object.entries(opts.structs ?? {})) {
@@ -93,6 +95,7 @@ export function checkAgainstHeaders(
   opts: {
     headers: string[];
     includeDirs?: string[];
+    defines?: string[];
     structs: Record<string, StructLayout>;
     ioctls?: Record<string, number>;
     consts?: Record<string, [string, number | bigint]>;
@@ -104,6 +107,7 @@ export function checkAgainstHeaders(
     const abi = probe({
       headers: opts.headers,
       includeDirs: opts.includeDirs,
+      defines: opts.defines,
       structs: opts.structs,
       values: { ...macros(opts.ioctls ?? {}), ...Object.fromEntries(Object.entries(consts).map(([k, [c]]) => [k, c])) },
     });
