@@ -1,7 +1,8 @@
 // DRM/KMS (drm/drm.h, drm/drm_mode.h): driver version, client caps and the mode
 // objects (CRTCs, connectors, encoders, planes) with their properties. Array-valued
 // ioctls are called twice, first for the counts, as libdrm does.
-import { IOW, IOWR, O_CLOEXEC, O_RDWR, closeFd, ioctl, openFile, ptr } from "./libc.ts";
+import { IOW, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, closeFd, cString, ioctl, openFile } from "./libc.ts";
+import { Struct, readU32s, readU64s, struct, u32Array, u64Array } from "./struct.ts";
 
 const DRM_IOCTL_BASE = "d";
 const DRM_IOW = (nr: number, size: number) => IOW(DRM_IOCTL_BASE, nr, size);
@@ -35,6 +36,7 @@ export const structs = {
       clock: 0, hdisplay: 4, hsync_start: 6, hsync_end: 8, htotal: 10, hskew: 12, vdisplay: 14, vsync_start: 16,
       vsync_end: 18, vtotal: 20, vscan: 22, vrefresh: 24, flags: 28, type: 32, name: 36,
     },
+    lengths: { name: DRM_DISPLAY_MODE_LEN },
   },
   drm_mode_crtc: {
     c: "struct drm_mode_crtc", size: 104,
@@ -64,8 +66,9 @@ export const structs = {
   drm_mode_get_property: {
     c: "struct drm_mode_get_property", size: 64,
     fields: { values_ptr: 0, enum_blob_ptr: 8, prop_id: 16, flags: 20, name: 24, count_values: 56, count_enum_blobs: 60 },
+    lengths: { name: DRM_PROP_NAME_LEN },
   },
-  drm_mode_property_enum: { c: "struct drm_mode_property_enum", size: 40, fields: { value: 0, name: 8 } },
+  drm_mode_property_enum: { c: "struct drm_mode_property_enum", size: 40, fields: { value: 0, name: 8 }, lengths: { name: DRM_PROP_NAME_LEN } },
 } as const;
 const S = structs;
 
@@ -82,18 +85,9 @@ export const ioctls = {
   DRM_IOCTL_MODE_OBJ_GETPROPERTIES: DRM_IOWR(0xb9, S.drm_mode_obj_get_properties.size),
 } as const;
 
-function cString(b: Buffer, off: number, len: number): string {
-  const s = b.subarray(off, off + len);
-  const nul = s.indexOf(0);
-  return s.subarray(0, nul < 0 ? len : nul).toString("utf8");
-}
-
-const addr = (b: Buffer) => (b.length ? BigInt(ptr(b)) : 0n);
-const u32s = (b: Buffer, n: number) => Array.from({ length: n }, (_, i) => b.readUInt32LE(i * 4));
-
-/** Opens /dev/dri/cardN (a path or a number). */
+/** Opens /dev/dri/cardN (a path or a number). Non-blocking, so reading its events never waits. */
 export function openCard(card: string | number): number {
-  return openFile(typeof card === "number" ? `/dev/dri/card${card}` : card, O_RDWR | O_CLOEXEC);
+  return openFile(typeof card === "number" ? `/dev/dri/card${card}` : card, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 }
 
 export const close = closeFd;
@@ -102,27 +96,23 @@ export interface Version { major: number; minor: number; patchlevel: number; nam
 
 /** DRM_IOCTL_VERSION: the driver's name (e.g. "bochs-drm", "vkms"), date and description. */
 export function version(fd: number): Version {
-  const b = Buffer.alloc(S.drm_version.size);
-  ioctl(fd, ioctls.DRM_IOCTL_VERSION, b, "DRM_IOCTL_VERSION");
-  const name = Buffer.alloc(Number(b.readBigUInt64LE(16)) + 1);
-  const date = Buffer.alloc(Number(b.readBigUInt64LE(32)) + 1);
-  const desc = Buffer.alloc(Number(b.readBigUInt64LE(48)) + 1);
-  b.writeBigUInt64LE(BigInt(name.length), 16); b.writeBigUInt64LE(addr(name), 24);
-  b.writeBigUInt64LE(BigInt(date.length), 32); b.writeBigUInt64LE(addr(date), 40);
-  b.writeBigUInt64LE(BigInt(desc.length), 48); b.writeBigUInt64LE(addr(desc), 56);
-  ioctl(fd, ioctls.DRM_IOCTL_VERSION, b, "DRM_IOCTL_VERSION");
-  return {
-    major: b.readInt32LE(0), minor: b.readInt32LE(4), patchlevel: b.readInt32LE(8),
-    name: cString(name, 0, name.length), date: cString(date, 0, date.length), desc: cString(desc, 0, desc.length),
-  };
+  const v = struct(S.drm_version);
+  ioctl(fd, ioctls.DRM_IOCTL_VERSION, v.buf, "DRM_IOCTL_VERSION");
+  // The first call gives the lengths; the second fills buffers of those sizes (plus a NUL).
+  const text = (["name", "date", "desc"] as const).map((f) => {
+    const b = Buffer.alloc(Number(v.u64(`${f}_len`)) + 1);
+    v.setU64(`${f}_len`, b.length).setPtr(f, b);
+    return b;
+  });
+  ioctl(fd, ioctls.DRM_IOCTL_VERSION, v.buf, "DRM_IOCTL_VERSION");
+  const [name, date, desc] = text.map((b) => cString(b, 0, b.length));
+  return { major: v.i32("version_major"), minor: v.i32("version_minor"), patchlevel: v.i32("version_patchlevel"), name: name!, date: date!, desc: desc! };
 }
 
 /** DRM_IOCTL_SET_CLIENT_CAP, e.g. CLIENT_CAP_UNIVERSAL_PLANES so primary and cursor planes are listed. */
 export function setClientCap(fd: number, capability: number, value: number | bigint = 1): void {
-  const b = Buffer.alloc(S.drm_set_client_cap.size);
-  b.writeBigUInt64LE(BigInt(capability), 0);
-  b.writeBigUInt64LE(BigInt(value), 8);
-  ioctl(fd, ioctls.DRM_IOCTL_SET_CLIENT_CAP, b, "DRM_IOCTL_SET_CLIENT_CAP");
+  const c = struct(S.drm_set_client_cap).setU64("capability", capability).setU64("value", value);
+  ioctl(fd, ioctls.DRM_IOCTL_SET_CLIENT_CAP, c.buf, "DRM_IOCTL_SET_CLIENT_CAP");
 }
 
 export interface Resources {
@@ -130,48 +120,50 @@ export interface Resources {
   minWidth: number; maxWidth: number; minHeight: number; maxHeight: number;
 }
 
+const RES_ARRAYS = [["fb_id_ptr", "count_fbs"], ["crtc_id_ptr", "count_crtcs"], ["connector_id_ptr", "count_connectors"],
+  ["encoder_id_ptr", "count_encoders"]] as const;
+
 export function getResources(fd: number): Resources {
   for (;;) {
-    const b = Buffer.alloc(S.drm_mode_card_res.size);
-    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETRESOURCES, b, "DRM_IOCTL_MODE_GETRESOURCES");
-    const counts = [32, 36, 40, 44].map((o) => b.readUInt32LE(o));
-    const arrays = counts.map((n) => Buffer.alloc(n * 4));
-    arrays.forEach((a, i) => b.writeBigUInt64LE(addr(a), i * 8));
-    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETRESOURCES, b, "DRM_IOCTL_MODE_GETRESOURCES");
+    const r = struct(S.drm_mode_card_res);
+    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETRESOURCES, r.buf, "DRM_IOCTL_MODE_GETRESOURCES");
+    const counts = RES_ARRAYS.map(([, n]) => r.u32(n));
+    const arrays = counts.map((n) => u32Array(n));
+    RES_ARRAYS.forEach(([p], i) => r.setPtr(p, arrays[i]));
+    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETRESOURCES, r.buf, "DRM_IOCTL_MODE_GETRESOURCES");
     // A hotplug between the calls changes the counts: ask again.
-    if ([32, 36, 40, 44].some((o, i) => b.readUInt32LE(o) > counts[i]!)) continue;
-    const [fbs, crtcs, connectors, encoders] = arrays.map((a, i) => u32s(a, Math.min(counts[i]!, b.readUInt32LE(32 + i * 4))));
+    if (RES_ARRAYS.some(([, n], i) => r.u32(n) > counts[i]!)) continue;
+    const [fbs, crtcs, connectors, encoders] = arrays.map((a, i) => readU32s(a, r.u32(RES_ARRAYS[i]![1])));
     return {
       fbs: fbs!, crtcs: crtcs!, connectors: connectors!, encoders: encoders!,
-      minWidth: b.readUInt32LE(48), maxWidth: b.readUInt32LE(52), minHeight: b.readUInt32LE(56), maxHeight: b.readUInt32LE(60),
+      minWidth: r.u32("min_width"), maxWidth: r.u32("max_width"), minHeight: r.u32("min_height"), maxHeight: r.u32("max_height"),
     };
   }
 }
 
 /** Plane ids; without CLIENT_CAP_UNIVERSAL_PLANES only overlay planes are listed. */
 export function getPlaneResources(fd: number): number[] {
-  const b = Buffer.alloc(S.drm_mode_get_plane_res.size);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANERESOURCES, b, "DRM_IOCTL_MODE_GETPLANERESOURCES");
-  const n = b.readUInt32LE(8);
-  const ids = Buffer.alloc(n * 4);
-  b.writeBigUInt64LE(addr(ids), 0);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANERESOURCES, b, "DRM_IOCTL_MODE_GETPLANERESOURCES");
-  return u32s(ids, Math.min(n, b.readUInt32LE(8)));
+  const r = struct(S.drm_mode_get_plane_res);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANERESOURCES, r.buf, "DRM_IOCTL_MODE_GETPLANERESOURCES");
+  const n = r.u32("count_planes");
+  const ids = u32Array(n);
+  r.setPtr("plane_id_ptr", ids);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANERESOURCES, r.buf, "DRM_IOCTL_MODE_GETPLANERESOURCES");
+  return readU32s(ids, Math.min(n, r.u32("count_planes")));
 }
 
 export interface Plane { planeId: number; crtcId: number; fbId: number; possibleCrtcs: number; gammaSize: number; formats: number[] }
 
 export function getPlane(fd: number, planeId: number): Plane {
-  const b = Buffer.alloc(S.drm_mode_get_plane.size);
-  b.writeUInt32LE(planeId, 0);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANE, b, "DRM_IOCTL_MODE_GETPLANE");
-  const n = b.readUInt32LE(20);
-  const formats = Buffer.alloc(n * 4);
-  b.writeBigUInt64LE(addr(formats), 24);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANE, b, "DRM_IOCTL_MODE_GETPLANE");
+  const p = struct(S.drm_mode_get_plane).setU32("plane_id", planeId);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANE, p.buf, "DRM_IOCTL_MODE_GETPLANE");
+  const n = p.u32("count_format_types");
+  const formats = u32Array(n);
+  p.setPtr("format_type_ptr", formats);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPLANE, p.buf, "DRM_IOCTL_MODE_GETPLANE");
   return {
-    planeId: b.readUInt32LE(0), crtcId: b.readUInt32LE(4), fbId: b.readUInt32LE(8), possibleCrtcs: b.readUInt32LE(12),
-    gammaSize: b.readUInt32LE(16), formats: u32s(formats, Math.min(n, b.readUInt32LE(20))),
+    planeId: p.u32("plane_id"), crtcId: p.u32("crtc_id"), fbId: p.u32("fb_id"), possibleCrtcs: p.u32("possible_crtcs"),
+    gammaSize: p.u32("gamma_size"), formats: readU32s(formats, Math.min(n, p.u32("count_format_types"))),
   };
 }
 
@@ -187,37 +179,34 @@ export interface ModeInfo {
   flags: number; type: number; name: string;
 }
 
-function decodeMode(b: Buffer, o: number): ModeInfo {
+export function decodeMode(m: Struct<typeof S.drm_mode_modeinfo>): ModeInfo {
   return {
-    clock: b.readUInt32LE(o), hdisplay: b.readUInt16LE(o + 4), hsyncStart: b.readUInt16LE(o + 6), hsyncEnd: b.readUInt16LE(o + 8),
-    htotal: b.readUInt16LE(o + 10), hskew: b.readUInt16LE(o + 12), vdisplay: b.readUInt16LE(o + 14),
-    vsyncStart: b.readUInt16LE(o + 16), vsyncEnd: b.readUInt16LE(o + 18), vtotal: b.readUInt16LE(o + 20),
-    vscan: b.readUInt16LE(o + 22), vrefresh: b.readUInt32LE(o + 24), flags: b.readUInt32LE(o + 28), type: b.readUInt32LE(o + 32),
-    name: cString(b, o + 36, DRM_DISPLAY_MODE_LEN),
+    clock: m.u32("clock"), hdisplay: m.u16("hdisplay"), hsyncStart: m.u16("hsync_start"), hsyncEnd: m.u16("hsync_end"),
+    htotal: m.u16("htotal"), hskew: m.u16("hskew"), vdisplay: m.u16("vdisplay"), vsyncStart: m.u16("vsync_start"),
+    vsyncEnd: m.u16("vsync_end"), vtotal: m.u16("vtotal"), vscan: m.u16("vscan"), vrefresh: m.u32("vrefresh"),
+    flags: m.u32("flags"), type: m.u32("type"), name: m.str("name"),
   };
 }
 
 export interface Crtc { crtcId: number; fbId: number; x: number; y: number; gammaSize: number; mode: ModeInfo | null }
 
 export function getCrtc(fd: number, crtcId: number): Crtc {
-  const b = Buffer.alloc(S.drm_mode_crtc.size);
-  b.writeUInt32LE(crtcId, 12);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETCRTC, b, "DRM_IOCTL_MODE_GETCRTC");
+  const c = struct(S.drm_mode_crtc).setU32("crtc_id", crtcId);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETCRTC, c.buf, "DRM_IOCTL_MODE_GETCRTC");
   return {
-    crtcId: b.readUInt32LE(12), fbId: b.readUInt32LE(16), x: b.readUInt32LE(20), y: b.readUInt32LE(24),
-    gammaSize: b.readUInt32LE(28), mode: b.readUInt32LE(32) ? decodeMode(b, 36) : null,
+    crtcId: c.u32("crtc_id"), fbId: c.u32("fb_id"), x: c.u32("x"), y: c.u32("y"), gammaSize: c.u32("gamma_size"),
+    mode: c.u32("mode_valid") ? decodeMode(c.nested("mode", S.drm_mode_modeinfo)) : null,
   };
 }
 
 export interface Encoder { encoderId: number; encoderType: number; crtcId: number; possibleCrtcs: number; possibleClones: number }
 
 export function getEncoder(fd: number, encoderId: number): Encoder {
-  const b = Buffer.alloc(S.drm_mode_get_encoder.size);
-  b.writeUInt32LE(encoderId, 0);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETENCODER, b, "DRM_IOCTL_MODE_GETENCODER");
+  const e = struct(S.drm_mode_get_encoder).setU32("encoder_id", encoderId);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETENCODER, e.buf, "DRM_IOCTL_MODE_GETENCODER");
   return {
-    encoderId: b.readUInt32LE(0), encoderType: b.readUInt32LE(4), crtcId: b.readUInt32LE(8),
-    possibleCrtcs: b.readUInt32LE(12), possibleClones: b.readUInt32LE(16),
+    encoderId: e.u32("encoder_id"), encoderType: e.u32("encoder_type"), crtcId: e.u32("crtc_id"),
+    possibleCrtcs: e.u32("possible_crtcs"), possibleClones: e.u32("possible_clones"),
   };
 }
 
@@ -229,66 +218,63 @@ export interface Connector {
   modes: ModeInfo[]; encoders: number[]; props: { id: number; value: bigint }[];
 }
 
-/** DRM_IOCTL_MODE_GETCONNECTOR; the first call makes the driver probe the connector's modes. */
+/**
+ * DRM_IOCTL_MODE_GETCONNECTOR. The first call with no modes buffer makes the driver
+ * probe the connector (on real hardware: an EDID read over DDC, tens of ms).
+ */
 export function getConnector(fd: number, connectorId: number): Connector {
   for (;;) {
-    const b = Buffer.alloc(S.drm_mode_get_connector.size);
-    b.writeUInt32LE(connectorId, 48);
-    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETCONNECTOR, b, "DRM_IOCTL_MODE_GETCONNECTOR");
-    const nModes = b.readUInt32LE(32), nProps = b.readUInt32LE(36), nEnc = b.readUInt32LE(40);
-    const encoders = Buffer.alloc(nEnc * 4), modes = Buffer.alloc(nModes * S.drm_mode_modeinfo.size);
-    const props = Buffer.alloc(nProps * 4), values = Buffer.alloc(nProps * 8);
-    b.writeBigUInt64LE(addr(encoders), 0); b.writeBigUInt64LE(addr(modes), 8);
-    b.writeBigUInt64LE(addr(props), 16); b.writeBigUInt64LE(addr(values), 24);
-    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETCONNECTOR, b, "DRM_IOCTL_MODE_GETCONNECTOR");
-    if (b.readUInt32LE(32) > nModes || b.readUInt32LE(36) > nProps || b.readUInt32LE(40) > nEnc) continue;
+    const c = struct(S.drm_mode_get_connector).setU32("connector_id", connectorId);
+    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETCONNECTOR, c.buf, "DRM_IOCTL_MODE_GETCONNECTOR");
+    const nModes = c.u32("count_modes"), nProps = c.u32("count_props"), nEnc = c.u32("count_encoders");
+    const encoders = u32Array(nEnc), modes = Struct.array(S.drm_mode_modeinfo, nModes);
+    const props = u32Array(nProps), values = u64Array(nProps);
+    c.setPtr("encoders_ptr", encoders).setPtr("modes_ptr", modes).setPtr("props_ptr", props).setPtr("prop_values_ptr", values);
+    ioctl(fd, ioctls.DRM_IOCTL_MODE_GETCONNECTOR, c.buf, "DRM_IOCTL_MODE_GETCONNECTOR");
+    if (c.u32("count_modes") > nModes || c.u32("count_props") > nProps || c.u32("count_encoders") > nEnc) continue;
+    const ids = readU32s(props, c.u32("count_props")), vals = readU64s(values, c.u32("count_props"));
     return {
-      connectorId: b.readUInt32LE(48), encoderId: b.readUInt32LE(44), connectorType: b.readUInt32LE(52),
-      connectorTypeId: b.readUInt32LE(56), connection: b.readUInt32LE(60), mmWidth: b.readUInt32LE(64),
-      mmHeight: b.readUInt32LE(68), subpixel: b.readUInt32LE(72),
-      modes: Array.from({ length: b.readUInt32LE(32) }, (_, i) => decodeMode(modes, i * S.drm_mode_modeinfo.size)),
-      encoders: u32s(encoders, b.readUInt32LE(40)),
-      props: Array.from({ length: b.readUInt32LE(36) }, (_, i) => ({ id: props.readUInt32LE(i * 4), value: values.readBigUInt64LE(i * 8) })),
+      connectorId: c.u32("connector_id"), encoderId: c.u32("encoder_id"), connectorType: c.u32("connector_type"),
+      connectorTypeId: c.u32("connector_type_id"), connection: c.u32("connection"), mmWidth: c.u32("mm_width"),
+      mmHeight: c.u32("mm_height"), subpixel: c.u32("subpixel"),
+      modes: Struct.each(S.drm_mode_modeinfo, modes, c.u32("count_modes")).map(decodeMode),
+      encoders: readU32s(encoders, c.u32("count_encoders")),
+      props: ids.map((id, i) => ({ id, value: vals[i]! })),
     };
   }
 }
 
 /** DRM_IOCTL_MODE_OBJ_GETPROPERTIES: property ids and current values of a mode object. */
 export function getObjectProperties(fd: number, objId: number, objType: number): { id: number; value: bigint }[] {
-  const b = Buffer.alloc(S.drm_mode_obj_get_properties.size);
-  b.writeUInt32LE(objId, 20);
-  b.writeUInt32LE(objType, 24);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_OBJ_GETPROPERTIES, b, "DRM_IOCTL_MODE_OBJ_GETPROPERTIES");
-  const n = b.readUInt32LE(16);
-  const ids = Buffer.alloc(n * 4), values = Buffer.alloc(n * 8);
-  b.writeBigUInt64LE(addr(ids), 0);
-  b.writeBigUInt64LE(addr(values), 8);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_OBJ_GETPROPERTIES, b, "DRM_IOCTL_MODE_OBJ_GETPROPERTIES");
-  return Array.from({ length: Math.min(n, b.readUInt32LE(16)) }, (_, i) => ({ id: ids.readUInt32LE(i * 4), value: values.readBigUInt64LE(i * 8) }));
+  const o = struct(S.drm_mode_obj_get_properties).setU32("obj_id", objId).setU32("obj_type", objType);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_OBJ_GETPROPERTIES, o.buf, "DRM_IOCTL_MODE_OBJ_GETPROPERTIES");
+  const n = o.u32("count_props");
+  const ids = u32Array(n), values = u64Array(n);
+  o.setPtr("props_ptr", ids).setPtr("prop_values_ptr", values);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_OBJ_GETPROPERTIES, o.buf, "DRM_IOCTL_MODE_OBJ_GETPROPERTIES");
+  const count = Math.min(n, o.u32("count_props"));
+  const vals = readU64s(values, count);
+  return readU32s(ids, count).map((id, i) => ({ id, value: vals[i]! }));
 }
 
 export interface Property { id: number; name: string; flags: number; values: bigint[]; enums: { value: bigint; name: string }[] }
 
 /** DRM_IOCTL_MODE_GETPROPERTY: a property's name, flags, range values and enum names. */
 export function getProperty(fd: number, propId: number): Property {
-  const b = Buffer.alloc(S.drm_mode_get_property.size);
-  b.writeUInt32LE(propId, 16);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPROPERTY, b, "DRM_IOCTL_MODE_GETPROPERTY");
-  const nValues = b.readUInt32LE(56), nEnums = b.readUInt32LE(60);
-  const values = Buffer.alloc(nValues * 8), enums = Buffer.alloc(nEnums * S.drm_mode_property_enum.size);
-  b.writeBigUInt64LE(addr(values), 0);
-  b.writeBigUInt64LE(addr(enums), 8);
-  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPROPERTY, b, "DRM_IOCTL_MODE_GETPROPERTY");
-  const flags = b.readUInt32LE(20);
+  const p = struct(S.drm_mode_get_property).setU32("prop_id", propId);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPROPERTY, p.buf, "DRM_IOCTL_MODE_GETPROPERTY");
+  const nValues = p.u32("count_values"), nEnums = p.u32("count_enum_blobs");
+  const values = u64Array(nValues), enums = Struct.array(S.drm_mode_property_enum, nEnums);
+  p.setPtr("values_ptr", values).setPtr("enum_blob_ptr", enums);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_GETPROPERTY, p.buf, "DRM_IOCTL_MODE_GETPROPERTY");
+  const flags = p.u32("flags");
   const enumList = flags & (MODE_PROP_ENUM | MODE_PROP_BITMASK)
-    ? Array.from({ length: Math.min(nEnums, b.readUInt32LE(60)) }, (_, i) => ({
-      value: enums.readBigUInt64LE(i * 40), name: cString(enums, i * 40 + 8, DRM_PROP_NAME_LEN),
-    }))
+    ? Struct.each(S.drm_mode_property_enum, enums, Math.min(nEnums, p.u32("count_enum_blobs")))
+      .map((e) => ({ value: e.u64("value"), name: e.str("name") }))
     : [];
   return {
-    id: b.readUInt32LE(16), name: cString(b, 24, DRM_PROP_NAME_LEN), flags,
-    values: Array.from({ length: Math.min(nValues, b.readUInt32LE(56)) }, (_, i) => values.readBigUInt64LE(i * 8)),
-    enums: enumList,
+    id: p.u32("prop_id"), name: p.str("name"), flags,
+    values: readU64s(values, Math.min(nValues, p.u32("count_values"))), enums: enumList,
   };
 }
 

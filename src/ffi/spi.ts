@@ -1,6 +1,9 @@
 // spidev (linux/spi/spidev.h, linux/spi/spi.h): /dev/spidevB.C, full-duplex
 // transfers (SPI_IOC_MESSAGE) and the device's default mode, word size and speed.
-import { IOR, IOW, O_CLOEXEC, O_RDWR, closeFd, ioctl, openFile, ptr } from "./libc.ts";
+// A transfer is a synchronous ioctl: it returns when the bytes have been clocked out
+// and in (their bus time at the transfer's speed).
+import { IOR, IOW, O_CLOEXEC, O_RDWR, closeFd, ioctl, openFile } from "./libc.ts";
+import { Struct, scalar } from "./struct.ts";
 
 const SPI_IOC_MAGIC = "k";
 
@@ -49,6 +52,7 @@ export function SPI_IOC_MESSAGE(n: number): number {
 export const ioctls = {
   "SPI_IOC_MESSAGE(1)": SPI_IOC_MESSAGE(1),
   "SPI_IOC_MESSAGE(2)": SPI_IOC_MESSAGE(2),
+  // Settings are __u8 or __u32, by pointer.
   SPI_IOC_RD_MODE: IOR(SPI_IOC_MAGIC, 1, 1),
   SPI_IOC_WR_MODE: IOW(SPI_IOC_MAGIC, 1, 1),
   SPI_IOC_RD_LSB_FIRST: IOR(SPI_IOC_MAGIC, 2, 1),
@@ -88,28 +92,18 @@ export const close = closeFd;
 
 /** SPI_IOC_MESSAGE(n): runs the transfers as one message; returns what was received, per transfer (empty when read is false). */
 export function transfer(fd: number, transfers: SpiTransfer[]): Buffer[] {
-  const size = structs.spi_ioc_transfer.size;
-  const table = Buffer.alloc(size * transfers.length);
+  const table = Struct.array(structs.spi_ioc_transfer, transfers.length);
   const keep: Buffer[] = [];
   const rx = transfers.map((t, i) => {
     const len = t.tx ? t.tx.length : (t.length ?? 0);
     if (t.tx && t.length !== undefined && t.length !== t.tx.length) throw new RangeError("length differs from tx.length");
-    const o = i * size;
-    if (t.tx && len) {
-      const tx = Buffer.from(t.tx);
-      keep.push(tx);
-      table.writeBigUInt64LE(BigInt(ptr(tx)), o);
-    }
+    const tx = t.tx && len ? Buffer.from(t.tx) : null;
+    if (tx) keep.push(tx);
     const r = Buffer.alloc(t.read === false ? 0 : len);
-    if (r.length) table.writeBigUInt64LE(BigInt(ptr(r)), o + 8);
-    table.writeUInt32LE(len, o + 16);
-    table.writeUInt32LE(t.speedHz ?? 0, o + 20);
-    table.writeUInt16LE(t.delayUsecs ?? 0, o + 24);
-    table.writeUInt8(t.bitsPerWord ?? 0, o + 26);
-    table.writeUInt8(t.csChange ? 1 : 0, o + 27);
-    table.writeUInt8(t.txNbits ?? 0, o + 28);
-    table.writeUInt8(t.rxNbits ?? 0, o + 29);
-    table.writeUInt8(t.wordDelayUsecs ?? 0, o + 30);
+    Struct.at(structs.spi_ioc_transfer, table, i).setPtr("tx_buf", tx).setPtr("rx_buf", r).setU32("len", len)
+      .setU32("speed_hz", t.speedHz ?? 0).setU16("delay_usecs", t.delayUsecs ?? 0).setU8("bits_per_word", t.bitsPerWord ?? 0)
+      .setU8("cs_change", t.csChange ? 1 : 0).setU8("tx_nbits", t.txNbits ?? 0).setU8("rx_nbits", t.rxNbits ?? 0)
+      .setU8("word_delay_usecs", t.wordDelayUsecs ?? 0);
     return r;
   });
   ioctl(fd, SPI_IOC_MESSAGE(transfers.length), table, "SPI_IOC_MESSAGE");
@@ -123,22 +117,20 @@ export function exchange(fd: number, tx: Uint8Array, speedHz?: number): Buffer {
 }
 
 function getU8(fd: number, req: number, name: string): number {
-  const b = Buffer.alloc(1);
+  const b = scalar.u8();
   ioctl(fd, req, b, name);
   return b[0]!;
 }
 function setU8(fd: number, req: number, name: string, v: number): void {
-  ioctl(fd, req, Buffer.from([v]), name);
+  ioctl(fd, req, scalar.u8(v), name);
 }
 function getU32(fd: number, req: number, name: string): number {
-  const b = Buffer.alloc(4);
+  const b = scalar.u32();
   ioctl(fd, req, b, name);
   return b.readUInt32LE(0);
 }
 function setU32(fd: number, req: number, name: string, v: number): void {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(v >>> 0, 0);
-  ioctl(fd, req, b, name);
+  ioctl(fd, req, scalar.u32(v), name);
 }
 
 /** The full 32-bit mode (Mode bits). */

@@ -9,9 +9,11 @@
 // and drain() polls TIOCOUTQ from timers instead of calling tcdrain. Input is read
 // with readAvailable() or delivered on the event source by watchInput().
 import {
-  EAGAIN, IO, IOR, IOW, O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDWR, SysError, check, closeFd, errno, ioctl,
-  libc, openFile, ptr, cString,
+  IO, IOR, IOW, O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDWR, SysError, check, closeFd, cString, ioctl, ioctlValue,
+  libc, openFile, ptr, readAvailable,
 } from "./libc.ts";
+
+const EIO = 5;
 import { watch, type Watch, type WatchOptions } from "./loop.ts";
 import { scalar, struct, type Struct } from "./struct.ts";
 
@@ -157,7 +159,7 @@ export const inputSpeed = (t: Termios) => ((t.cflag >>> IBSHIFT) & CBAUD ? t.isp
 
 /** tcflush: discards unread input (TCIFLUSH), unsent output (TCOFLUSH) or both. */
 export function flush(fd: number, queue = TCIOFLUSH): void {
-  check("TCFLSH", () => libc.ioctl(fd, BigInt(ioctls.TCFLSH), queue as never));
+  ioctlValue(fd, ioctls.TCFLSH, queue, "TCFLSH");
 }
 
 /** Bytes written but not yet sent (TIOCOUTQ). */
@@ -221,20 +223,23 @@ export function openPty(): Pty {
  */
 export function watchInput(fd: number, onData: (data: Buffer) => void, onEnd?: (err?: SysError) => void, opts?: WatchOptions): Watch {
   const buf = Buffer.alloc(4096);
+  const end = (err?: SysError) => {
+    w.close();
+    onEnd?.(err);
+  };
   const w = watch(fd, {
     readable: () => {
-      for (;;) {
-        const n = Number(libc.read(fd, ptr(buf), buf.length));
-        if (n > 0) {
-          onData(Buffer.from(buf.subarray(0, n)));
-          continue;
+      while (!w.closed) {
+        let b: Buffer | null;
+        try {
+          b = readAvailable(fd, buf.length, buf);
+        } catch (e) {
+          // EIO: the other side of a pty hung up; anything else is passed on.
+          return end(e instanceof SysError && e.errno === EIO ? undefined : (e as SysError));
         }
-        const e = n < 0 ? errno() : 0;
-        if (n < 0 && e === EAGAIN) return;
-        if (n < 0 && e === 4 /* EINTR */) continue;
-        w.close();
-        onEnd?.(n < 0 && e !== 5 /* EIO: the other side hung up */ ? new SysError("read(tty)", e) : undefined);
-        return;
+        if (b === null) return;
+        if (b.length === 0) return end();
+        onData(Buffer.from(b));
       }
     },
   }, opts);

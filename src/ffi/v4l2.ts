@@ -1,7 +1,11 @@
 // Video4Linux2 (linux/videodev2.h): capabilities, formats, frame sizes, controls and
-// single-planar streaming capture through mmap'ed driver buffers.
-import { toArrayBuffer } from "bun:ffi";
-import { IOR, IOW, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, check, closeFd, ioctl, libc, openFile, ptr, type Pointer } from "./libc.ts";
+// single-planar streaming capture through mmap'ed driver buffers. Devices are opened
+// O_NONBLOCK: dequeueBuffer()/MmapCapture.dequeue() return null when no frame is
+// ready, and watchFrames() delivers frames on the platform's event source.
+import { EINVAL, IOR, IOW, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, closeFd, ioctl, ioctlAgain, openFile } from "./libc.ts";
+import { watch, type Watch, type WatchOptions } from "./loop.ts";
+import { mmap, type Mapping } from "./shm.ts";
+import { Struct, scalar, struct } from "./struct.ts";
 
 /** enum v4l2_buf_type (the single-planar ones used here) */
 export const BUF_TYPE_VIDEO_CAPTURE = 1, BUF_TYPE_VIDEO_OUTPUT = 2;
@@ -40,10 +44,12 @@ export const structs = {
   v4l2_capability: {
     c: "struct v4l2_capability", size: 104,
     fields: { driver: 0, card: 16, bus_info: 48, version: 80, capabilities: 84, device_caps: 88, reserved: 92 },
+    lengths: { driver: 16, card: 32, bus_info: 32 },
   },
   v4l2_fmtdesc: {
     c: "struct v4l2_fmtdesc", size: 64,
     fields: { index: 0, type: 4, flags: 8, description: 12, pixelformat: 44, mbus_code: 48, reserved: 52 },
+    lengths: { description: 32 },
   },
   v4l2_pix_format: {
     c: "struct v4l2_pix_format", size: 48,
@@ -52,7 +58,7 @@ export const structs = {
       flags: 32, ycbcr_enc: 36, quantization: 40, xfer_func: 44,
     },
   },
-  v4l2_format: { c: "struct v4l2_format", size: 208, fields: { type: 0, fmt: 8 } },
+  v4l2_format: { c: "struct v4l2_format", size: 208, fields: { type: 0, fmt: 8, "fmt.pix": 8 }, lengths: { fmt: 200, "fmt.pix": 48 } },
   v4l2_requestbuffers: {
     c: "struct v4l2_requestbuffers", size: 20,
     fields: { count: 0, type: 4, memory: 8, capabilities: 12, flags: 16, reserved: 17 },
@@ -60,20 +66,22 @@ export const structs = {
   v4l2_buffer: {
     c: "struct v4l2_buffer", size: 88,
     fields: {
-      index: 0, type: 4, bytesused: 8, flags: 12, field: 16, timestamp: 24, timecode: 40, sequence: 56, memory: 60,
-      m: 64, "m.offset": 64, length: 72, reserved2: 76, request_fd: 80,
+      index: 0, type: 4, bytesused: 8, flags: 12, field: 16, timestamp: 24, "timestamp.tv_sec": 24, "timestamp.tv_usec": 32,
+      timecode: 40, sequence: 56, memory: 60, m: 64, "m.offset": 64, length: 72, reserved2: 76, request_fd: 80,
     },
   },
   v4l2_queryctrl: {
     c: "struct v4l2_queryctrl", size: 68,
     fields: { id: 0, type: 4, name: 8, minimum: 40, maximum: 44, step: 48, default_value: 52, flags: 56, reserved: 60 },
+    lengths: { name: 32 },
   },
   v4l2_control: { c: "struct v4l2_control", size: 8, fields: { id: 0, value: 4 } },
   v4l2_frmsizeenum: {
     c: "struct v4l2_frmsizeenum", size: 44,
     fields: {
-      index: 0, pixel_format: 4, type: 8, discrete: 12, "stepwise.min_width": 12, "stepwise.max_width": 16,
-      "stepwise.step_width": 20, "stepwise.min_height": 24, "stepwise.max_height": 28, "stepwise.step_height": 32, reserved: 36,
+      index: 0, pixel_format: 4, type: 8, discrete: 12, "discrete.width": 12, "discrete.height": 16,
+      "stepwise.min_width": 12, "stepwise.max_width": 16, "stepwise.step_width": 20, "stepwise.min_height": 24,
+      "stepwise.max_height": 28, "stepwise.step_height": 32, reserved: 36,
     },
   },
 } as const;
@@ -88,7 +96,7 @@ export const ioctls = {
   VIDIOC_QUERYBUF: IOWR("V", 9, S.v4l2_buffer.size),
   VIDIOC_QBUF: IOWR("V", 15, S.v4l2_buffer.size),
   VIDIOC_DQBUF: IOWR("V", 17, S.v4l2_buffer.size),
-  VIDIOC_STREAMON: IOW("V", 18, 4),
+  VIDIOC_STREAMON: IOW("V", 18, 4), // int buffer type
   VIDIOC_STREAMOFF: IOW("V", 19, 4),
   VIDIOC_G_CTRL: IOWR("V", 27, S.v4l2_control.size),
   VIDIOC_S_CTRL: IOWR("V", 28, S.v4l2_control.size),
@@ -106,13 +114,7 @@ export function fourccString(v: number): string {
   return String.fromCharCode(v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff);
 }
 
-function cString(b: Buffer, off: number, len: number): string {
-  const s = b.subarray(off, off + len);
-  const nul = s.indexOf(0);
-  return s.subarray(0, nul < 0 ? len : nul).toString("utf8");
-}
-
-/** Opens /dev/videoN (a path or a number). Non-blocking, so DQBUF never hangs; use waitFrame(). */
+/** Opens /dev/videoN (a path or a number), non-blocking: DQBUF answers at once. */
 export function openDevice(dev: string | number): number {
   return openFile(typeof dev === "number" ? `/dev/video${dev}` : dev, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 }
@@ -129,12 +131,12 @@ export interface Capability {
 }
 
 export function querycap(fd: number): Capability {
-  const b = Buffer.alloc(S.v4l2_capability.size);
-  ioctl(fd, ioctls.VIDIOC_QUERYCAP, b, "VIDIOC_QUERYCAP");
-  const capabilities = b.readUInt32LE(84);
+  const c = struct(S.v4l2_capability);
+  ioctl(fd, ioctls.VIDIOC_QUERYCAP, c.buf, "VIDIOC_QUERYCAP");
+  const capabilities = c.u32("capabilities");
   return {
-    driver: cString(b, 0, 16), card: cString(b, 16, 32), busInfo: cString(b, 48, 32), version: b.readUInt32LE(80),
-    capabilities, deviceCaps: capabilities & Cap.DEVICE_CAPS ? b.readUInt32LE(88) : capabilities,
+    driver: c.str("driver"), card: c.str("card"), busInfo: c.str("bus_info"), version: c.u32("version"),
+    capabilities, deviceCaps: capabilities & Cap.DEVICE_CAPS ? c.u32("device_caps") : capabilities,
   };
 }
 
@@ -144,18 +146,15 @@ export interface FormatDesc { index: number; flags: number; description: string;
 export function enumFormats(fd: number, type = BUF_TYPE_VIDEO_CAPTURE): FormatDesc[] {
   const out: FormatDesc[] = [];
   for (let index = 0; ; index++) {
-    const b = Buffer.alloc(S.v4l2_fmtdesc.size);
-    b.writeUInt32LE(index, 0);
-    b.writeUInt32LE(type, 4);
-    if (!tryIoctl(fd, ioctls.VIDIOC_ENUM_FMT, b, "VIDIOC_ENUM_FMT")) return out;
-    const pixelformat = b.readUInt32LE(44);
-    out.push({ index, flags: b.readUInt32LE(8), description: cString(b, 12, 32), pixelformat, fourcc: fourccString(pixelformat) });
+    const d = struct(S.v4l2_fmtdesc).setU32("index", index).setU32("type", type);
+    if (!enumIoctl(fd, ioctls.VIDIOC_ENUM_FMT, d.buf, "VIDIOC_ENUM_FMT")) return out;
+    const pixelformat = d.u32("pixelformat");
+    out.push({ index, flags: d.u32("flags"), description: d.str("description"), pixelformat, fourcc: fourccString(pixelformat) });
   }
 }
 
-const EINVAL = 22;
 /** ioctl that reports EINVAL (the end of an enumeration) as false. */
-function tryIoctl(fd: number, req: number, b: Buffer, name: string): boolean {
+function enumIoctl(fd: number, req: number, b: Buffer, name: string): boolean {
   try {
     ioctl(fd, req, b, name);
     return true;
@@ -170,34 +169,31 @@ export interface PixFormat {
   bytesperline: number; sizeimage: number; colorspace: number;
 }
 
-function decodePix(b: Buffer): PixFormat {
-  const p = 8;
+const pixOf = (f: Struct<typeof S.v4l2_format>) => f.nested("fmt.pix", S.v4l2_pix_format);
+
+function decodePix(f: Struct<typeof S.v4l2_format>): PixFormat {
+  const p = pixOf(f);
   return {
-    width: b.readUInt32LE(p), height: b.readUInt32LE(p + 4), pixelformat: b.readUInt32LE(p + 8), field: b.readUInt32LE(p + 12),
-    bytesperline: b.readUInt32LE(p + 16), sizeimage: b.readUInt32LE(p + 20), colorspace: b.readUInt32LE(p + 24),
+    width: p.u32("width"), height: p.u32("height"), pixelformat: p.u32("pixelformat"), field: p.u32("field"),
+    bytesperline: p.u32("bytesperline"), sizeimage: p.u32("sizeimage"), colorspace: p.u32("colorspace"),
   };
 }
 
 export function getFormat(fd: number, type = BUF_TYPE_VIDEO_CAPTURE): PixFormat {
-  const b = Buffer.alloc(S.v4l2_format.size);
-  b.writeUInt32LE(type, 0);
-  ioctl(fd, ioctls.VIDIOC_G_FMT, b, "VIDIOC_G_FMT");
-  return decodePix(b);
+  const f = struct(S.v4l2_format).setU32("type", type);
+  ioctl(fd, ioctls.VIDIOC_G_FMT, f.buf, "VIDIOC_G_FMT");
+  return decodePix(f);
 }
 
 export interface FormatRequest { width: number; height: number; pixelformat: number; field?: number }
 
 /** VIDIOC_S_FMT (or VIDIOC_TRY_FMT with tryOnly): returns the format the driver chose. */
-export function setFormat(fd: number, f: FormatRequest, type = BUF_TYPE_VIDEO_CAPTURE, tryOnly = false): PixFormat {
-  const b = Buffer.alloc(S.v4l2_format.size);
-  b.writeUInt32LE(type, 0);
-  b.writeUInt32LE(f.width, 8);
-  b.writeUInt32LE(f.height, 12);
-  b.writeUInt32LE(f.pixelformat, 16);
-  b.writeUInt32LE(f.field ?? FIELD_NONE, 20);
-  const req = tryOnly ? ioctls.VIDIOC_TRY_FMT : ioctls.VIDIOC_S_FMT;
-  ioctl(fd, req, b, tryOnly ? "VIDIOC_TRY_FMT" : "VIDIOC_S_FMT");
-  return decodePix(b);
+export function setFormat(fd: number, req: FormatRequest, type = BUF_TYPE_VIDEO_CAPTURE, tryOnly = false): PixFormat {
+  const f = struct(S.v4l2_format).setU32("type", type);
+  pixOf(f).setU32("width", req.width).setU32("height", req.height).setU32("pixelformat", req.pixelformat)
+    .setU32("field", req.field ?? FIELD_NONE);
+  ioctl(fd, tryOnly ? ioctls.VIDIOC_TRY_FMT : ioctls.VIDIOC_S_FMT, f.buf, tryOnly ? "VIDIOC_TRY_FMT" : "VIDIOC_S_FMT");
+  return decodePix(f);
 }
 
 export type FrameSizes =
@@ -211,18 +207,17 @@ export type FrameSizes =
 export function enumFrameSizes(fd: number, pixelformat: number): FrameSizes {
   const sizes: { width: number; height: number }[] = [];
   for (let index = 0; ; index++) {
-    const b = Buffer.alloc(S.v4l2_frmsizeenum.size);
-    b.writeUInt32LE(index, 0);
-    b.writeUInt32LE(pixelformat, 4);
-    if (!tryIoctl(fd, ioctls.VIDIOC_ENUM_FRAMESIZES, b, "VIDIOC_ENUM_FRAMESIZES")) break;
-    const type = b.readUInt32LE(8);
+    const e = struct(S.v4l2_frmsizeenum).setU32("index", index).setU32("pixel_format", pixelformat);
+    if (!enumIoctl(fd, ioctls.VIDIOC_ENUM_FRAMESIZES, e.buf, "VIDIOC_ENUM_FRAMESIZES")) break;
+    const type = e.u32("type");
     if (type !== FRMSIZE_TYPE_DISCRETE) {
       return {
-        type: type as typeof FRMSIZE_TYPE_STEPWISE, minWidth: b.readUInt32LE(12), maxWidth: b.readUInt32LE(16),
-        stepWidth: b.readUInt32LE(20), minHeight: b.readUInt32LE(24), maxHeight: b.readUInt32LE(28), stepHeight: b.readUInt32LE(32),
+        type: type as typeof FRMSIZE_TYPE_STEPWISE, minWidth: e.u32("stepwise.min_width"), maxWidth: e.u32("stepwise.max_width"),
+        stepWidth: e.u32("stepwise.step_width"), minHeight: e.u32("stepwise.min_height"), maxHeight: e.u32("stepwise.max_height"),
+        stepHeight: e.u32("stepwise.step_height"),
       };
     }
-    sizes.push({ width: b.readUInt32LE(12), height: b.readUInt32LE(16) });
+    sizes.push({ width: e.u32("discrete.width"), height: e.u32("discrete.height") });
   }
   return { type: FRMSIZE_TYPE_DISCRETE, sizes };
 }
@@ -231,19 +226,18 @@ export interface ControlInfo {
   id: number; type: number; name: string; minimum: number; maximum: number; step: number; defaultValue: number; flags: number;
 }
 
-function decodeQueryctrl(b: Buffer): ControlInfo {
+function decodeQueryctrl(q: Struct<typeof S.v4l2_queryctrl>): ControlInfo {
   return {
-    id: b.readUInt32LE(0), type: b.readUInt32LE(4), name: cString(b, 8, 32), minimum: b.readInt32LE(40),
-    maximum: b.readInt32LE(44), step: b.readInt32LE(48), defaultValue: b.readInt32LE(52), flags: b.readUInt32LE(56),
+    id: q.u32("id"), type: q.u32("type"), name: q.str("name"), minimum: q.i32("minimum"), maximum: q.i32("maximum"),
+    step: q.i32("step"), defaultValue: q.i32("default_value"), flags: q.u32("flags"),
   };
 }
 
 /** VIDIOC_QUERYCTRL for one control id. */
 export function queryCtrl(fd: number, id: number): ControlInfo {
-  const b = Buffer.alloc(S.v4l2_queryctrl.size);
-  b.writeUInt32LE(id >>> 0, 0);
-  ioctl(fd, ioctls.VIDIOC_QUERYCTRL, b, "VIDIOC_QUERYCTRL");
-  return decodeQueryctrl(b);
+  const q = struct(S.v4l2_queryctrl).setU32("id", id);
+  ioctl(fd, ioctls.VIDIOC_QUERYCTRL, q.buf, "VIDIOC_QUERYCTRL");
+  return decodeQueryctrl(q);
 }
 
 /** Every control, through V4L2_CTRL_FLAG_NEXT_CTRL (class headings included, type CTRL_TYPE_CTRL_CLASS). */
@@ -251,39 +245,32 @@ export function enumCtrls(fd: number): ControlInfo[] {
   const out: ControlInfo[] = [];
   let id = 0;
   for (;;) {
-    const b = Buffer.alloc(S.v4l2_queryctrl.size);
-    b.writeUInt32LE((id | CTRL_FLAG_NEXT_CTRL) >>> 0, 0);
-    if (!tryIoctl(fd, ioctls.VIDIOC_QUERYCTRL, b, "VIDIOC_QUERYCTRL")) return out;
-    const info = decodeQueryctrl(b);
+    const q = struct(S.v4l2_queryctrl).setU32("id", id | CTRL_FLAG_NEXT_CTRL);
+    if (!enumIoctl(fd, ioctls.VIDIOC_QUERYCTRL, q.buf, "VIDIOC_QUERYCTRL")) return out;
+    const info = decodeQueryctrl(q);
     out.push(info);
     id = info.id;
   }
 }
 
 export function getCtrl(fd: number, id: number): number {
-  const b = Buffer.alloc(S.v4l2_control.size);
-  b.writeUInt32LE(id >>> 0, 0);
-  ioctl(fd, ioctls.VIDIOC_G_CTRL, b, "VIDIOC_G_CTRL");
-  return b.readInt32LE(4);
+  const c = struct(S.v4l2_control).setU32("id", id);
+  ioctl(fd, ioctls.VIDIOC_G_CTRL, c.buf, "VIDIOC_G_CTRL");
+  return c.i32("value");
 }
 
 /** VIDIOC_S_CTRL: returns the value the driver kept. */
 export function setCtrl(fd: number, id: number, value: number): number {
-  const b = Buffer.alloc(S.v4l2_control.size);
-  b.writeUInt32LE(id >>> 0, 0);
-  b.writeInt32LE(value, 4);
-  ioctl(fd, ioctls.VIDIOC_S_CTRL, b, "VIDIOC_S_CTRL");
-  return b.readInt32LE(4);
+  const c = struct(S.v4l2_control).setU32("id", id).setI32("value", value);
+  ioctl(fd, ioctls.VIDIOC_S_CTRL, c.buf, "VIDIOC_S_CTRL");
+  return c.i32("value");
 }
 
 /** VIDIOC_REQBUFS: returns the number of buffers the driver allocated (0 frees them). */
 export function requestBuffers(fd: number, count: number, type = BUF_TYPE_VIDEO_CAPTURE, memory = MEMORY_MMAP): number {
-  const b = Buffer.alloc(S.v4l2_requestbuffers.size);
-  b.writeUInt32LE(count, 0);
-  b.writeUInt32LE(type, 4);
-  b.writeUInt32LE(memory, 8);
-  ioctl(fd, ioctls.VIDIOC_REQBUFS, b, "VIDIOC_REQBUFS");
-  return b.readUInt32LE(0);
+  const r = struct(S.v4l2_requestbuffers).setU32("count", count).setU32("type", type).setU32("memory", memory);
+  ioctl(fd, ioctls.VIDIOC_REQBUFS, r.buf, "VIDIOC_REQBUFS");
+  return r.u32("count");
 }
 
 export interface BufferInfo {
@@ -296,87 +283,57 @@ export interface BufferInfo {
   length: number;
 }
 
-function bufferArg(type: number, index: number, memory: number): Buffer {
-  const b = Buffer.alloc(S.v4l2_buffer.size);
-  b.writeUInt32LE(index, 0);
-  b.writeUInt32LE(type, 4);
-  b.writeUInt32LE(memory, 60);
-  return b;
-}
+const bufferArg = (type: number, index: number, memory: number) =>
+  struct(S.v4l2_buffer).setU32("index", index).setU32("type", type).setU32("memory", memory);
 
-function decodeBuffer(b: Buffer): BufferInfo {
+function decodeBuffer(b: Struct<typeof S.v4l2_buffer>): BufferInfo {
   return {
-    index: b.readUInt32LE(0), bytesused: b.readUInt32LE(8), flags: b.readUInt32LE(12), field: b.readUInt32LE(16),
-    timestampUs: b.readBigInt64LE(24) * 1_000_000n + b.readBigInt64LE(32), sequence: b.readUInt32LE(56),
-    offset: b.readUInt32LE(64), length: b.readUInt32LE(72),
+    index: b.u32("index"), bytesused: b.u32("bytesused"), flags: b.u32("flags"), field: b.u32("field"),
+    timestampUs: b.i64("timestamp.tv_sec") * 1_000_000n + b.i64("timestamp.tv_usec"), sequence: b.u32("sequence"),
+    offset: b.u32("m.offset"), length: b.u32("length"),
   };
 }
 
 export function queryBuffer(fd: number, index: number, type = BUF_TYPE_VIDEO_CAPTURE, memory = MEMORY_MMAP): BufferInfo {
   const b = bufferArg(type, index, memory);
-  ioctl(fd, ioctls.VIDIOC_QUERYBUF, b, "VIDIOC_QUERYBUF");
+  ioctl(fd, ioctls.VIDIOC_QUERYBUF, b.buf, "VIDIOC_QUERYBUF");
   return decodeBuffer(b);
 }
 
 export function queueBuffer(fd: number, index: number, type = BUF_TYPE_VIDEO_CAPTURE, memory = MEMORY_MMAP): void {
-  ioctl(fd, ioctls.VIDIOC_QBUF, bufferArg(type, index, memory), "VIDIOC_QBUF");
+  ioctl(fd, ioctls.VIDIOC_QBUF, bufferArg(type, index, memory).buf, "VIDIOC_QBUF");
 }
 
-/** VIDIOC_DQBUF: a filled buffer, or null when none is ready on a non-blocking fd. */
+/** VIDIOC_DQBUF on a non-blocking fd: a filled buffer, or null when none is ready (EAGAIN). */
 export function dequeueBuffer(fd: number, type = BUF_TYPE_VIDEO_CAPTURE, memory = MEMORY_MMAP): BufferInfo | null {
   const b = bufferArg(type, 0, memory);
-  try {
-    ioctl(fd, ioctls.VIDIOC_DQBUF, b, "VIDIOC_DQBUF");
-  } catch (e) {
-    if ((e as { errno?: number }).errno === 11) return null; // EAGAIN
-    throw e;
-  }
-  return decodeBuffer(b);
+  return ioctlAgain(fd, ioctls.VIDIOC_DQBUF, b.buf, "VIDIOC_DQBUF") === null ? null : decodeBuffer(b);
 }
 
-function streamArg(type: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(type, 0);
-  return b;
-}
 export function streamOn(fd: number, type = BUF_TYPE_VIDEO_CAPTURE): void {
-  ioctl(fd, ioctls.VIDIOC_STREAMON, streamArg(type), "VIDIOC_STREAMON");
+  ioctl(fd, ioctls.VIDIOC_STREAMON, scalar.u32(type), "VIDIOC_STREAMON");
 }
 export function streamOff(fd: number, type = BUF_TYPE_VIDEO_CAPTURE): void {
-  ioctl(fd, ioctls.VIDIOC_STREAMOFF, streamArg(type), "VIDIOC_STREAMOFF");
+  ioctl(fd, ioctls.VIDIOC_STREAMOFF, scalar.u32(type), "VIDIOC_STREAMOFF");
 }
 
-const POLLIN = 1;
-/** Waits up to timeoutMs for a filled buffer; false on timeout. */
-export function waitFrame(fd: number, timeoutMs: number): boolean {
-  const pfd = Buffer.alloc(8);
-  pfd.writeInt32LE(fd, 0);
-  pfd.writeInt16LE(POLLIN, 4);
-  return check("poll", () => libc.poll(ptr(pfd), 1, timeoutMs)) > 0;
-}
-
-const PROT_READ = 1, PROT_WRITE = 2, MAP_SHARED = 1;
-
-export interface Frame { data: Buffer; sequence: number; timestampUs: bigint; bytesused: number }
+export interface Frame { data: Buffer; sequence: number; timestampUs: bigint; bytesused: number; flags: number }
 
 /**
- * Streaming capture with mmap'ed driver buffers. Create after setFormat(); stop()
- * releases the mappings and the buffers.
+ * Streaming capture with mmap'ed driver buffers. Create after setFormat(); take
+ * frames with dequeue() or watchFrames(); stop() releases the mappings and buffers.
  */
 export class MmapCapture {
-  private maps: { addr: Pointer; length: number }[] = [];
+  private maps: Mapping[] = [];
   private streaming = false;
 
-  constructor(private readonly fd: number, count = 4, private readonly type = BUF_TYPE_VIDEO_CAPTURE) {
+  constructor(readonly fd: number, count = 4, readonly type = BUF_TYPE_VIDEO_CAPTURE) {
     const n = requestBuffers(fd, count, type, MEMORY_MMAP);
     if (n < 1) throw new Error("VIDIOC_REQBUFS: no buffers");
     try {
       for (let i = 0; i < n; i++) {
         const info = queryBuffer(fd, i, type);
-        const addr = libc.mmap(null, info.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, info.offset);
-        if (addr === null || Number(addr) === -1 || Number(addr) >= 2 ** 63) // MAP_FAILED
-          throw new Error(`mmap of buffer ${i} failed`);
-        this.maps.push({ addr: addr as Pointer, length: info.length });
+        this.maps.push(mmap(fd, info.length, { offset: info.offset }));
         queueBuffer(fd, i, type);
       }
       streamOn(fd, type);
@@ -391,29 +348,56 @@ export class MmapCapture {
     return this.maps.length;
   }
 
-  /** The next frame, copied out of its buffer, which is queued again; null on timeout. */
-  nextFrame(timeoutMs = 5000): Frame | null {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const info = dequeueBuffer(this.fd, this.type);
-      if (info) {
-        const m = this.maps[info.index]!;
-        const data = Buffer.from(toArrayBuffer(m.addr, 0, info.bytesused).slice(0));
-        queueBuffer(this.fd, info.index, this.type);
-        return { data, sequence: info.sequence, timestampUs: info.timestampUs, bytesused: info.bytesused };
-      }
-      const left = deadline - Date.now();
-      if (left <= 0 || !waitFrame(this.fd, left)) return null;
-    }
+  /** The next filled frame, copied out of its buffer (which is queued again); null when none is ready. */
+  dequeue(): Frame | null {
+    const info = dequeueBuffer(this.fd, this.type);
+    if (!info) return null;
+    const data = Buffer.from(this.maps[info.index]!.buffer.subarray(0, info.bytesused));
+    queueBuffer(this.fd, info.index, this.type);
+    return { data, sequence: info.sequence, timestampUs: info.timestampUs, bytesused: info.bytesused, flags: info.flags };
+  }
+
+  /** The next frame, waited for on the event source; null after timeoutMs. */
+  nextFrame(timeoutMs = 5000): Promise<Frame | null> {
+    const ready = this.dequeue();
+    if (ready) return Promise.resolve(ready);
+    return new Promise((resolve) => {
+      const w = watchFrames(this, (f) => {
+        clearTimeout(timer);
+        w.close();
+        resolve(f);
+      });
+      const timer = setTimeout(() => {
+        w.close();
+        resolve(null);
+      }, timeoutMs);
+    });
   }
 
   stop(): void {
     if (this.streaming) streamOff(this.fd, this.type);
     this.streaming = false;
-    for (const m of this.maps) libc.munmap(m.addr, m.length);
+    for (const m of this.maps) m.unmap();
     this.maps = [];
     try {
       requestBuffers(this.fd, 0, this.type);
     } catch {}
   }
+}
+
+/**
+ * Delivers every frame of a capture on the event source (the device fd becomes
+ * readable when a buffer is filled). Close the watch before stop().
+ */
+export function watchFrames(capture: MmapCapture, onFrame: (frame: Frame) => void, opts?: WatchOptions): Watch {
+  const w = watch(capture.fd, {
+    readable: () => {
+      while (!w.closed) {
+        const f = capture.dequeue();
+        if (!f) return;
+        onFrame(f);
+      }
+    },
+  }, opts);
+  return w;
 }
