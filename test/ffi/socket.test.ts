@@ -12,11 +12,16 @@ const consts: Record<string, [string, number]> = {
   SOL_SOCKET: ["SOL_SOCKET", S.SOL_SOCKET],
   SCM_RIGHTS: ["SCM_RIGHTS", S.SCM_RIGHTS],
   MSG_NOSIGNAL: ["MSG_NOSIGNAL", S.MSG_NOSIGNAL],
+  MSG_DONTWAIT: ["MSG_DONTWAIT", S.MSG_DONTWAIT],
+  MSG_TRUNC: ["MSG_TRUNC", S.MSG_TRUNC],
+  MSG_CTRUNC: ["MSG_CTRUNC", S.MSG_CTRUNC],
   MSG_CMSG_CLOEXEC: ["MSG_CMSG_CLOEXEC", S.MSG_CMSG_CLOEXEC],
   SHUT_RDWR: ["SHUT_RDWR", S.SHUT_RDWR],
   CMSG_SPACE_4: ["CMSG_SPACE(4)", S.CMSG_SPACE(4)],
   CMSG_SPACE_12: ["CMSG_SPACE(12)", S.CMSG_SPACE(12)],
   CMSG_LEN_8: ["CMSG_LEN(8)", S.CMSG_LEN(8)],
+  CMSG_LEN_0: ["CMSG_LEN(0)", S.CMSG_LEN(0)],
+  CMSG_SPACE_0: ["CMSG_SPACE(0)", S.CMSG_SPACE(0)],
 };
 checkAgainstHeaders("socket.ts mirrors sys/socket.h and sys/un.h", {
   headers: ["sys/un.h", "sys/uio.h"],
@@ -35,4 +40,18 @@ test("several fds travel with one message, in order", () => {
   expect(got.fds).toHaveLength(3);
   expect(got.fds.map((fd) => readFd(fd, 16).toString())).toEqual(["pipe0", "pipe1", "pipe2"]);
   for (const fd of [...got.fds, ...pipes.flat(), pair[0]!, pair[1]!]) libc.close(fd);
+});
+
+test("control messages encode and decode as the kernel lays them out", () => {
+  const data = Buffer.from([1, 2, 3, 4, 5]);
+  const c = S.encodeCmsgs([{ level: 1, type: 2, data }, { level: 3, type: 4, data: Buffer.alloc(4, 9) }]);
+  expect(c.length).toBe(S.CMSG_SPACE(5) + S.CMSG_SPACE(4));
+  expect(S.decodeCmsgs(c, c.length).map((m) => [m.level, m.type, [...m.data]])).toEqual([[1, 2, [1, 2, 3, 4, 5]], [3, 4, [9, 9, 9, 9]]]);
+});
+
+test("sockaddr_un: path, abstract name, and a path too long", () => {
+  expect(S.sockaddrUn("/run/x").len).toBe(2 + 6 + 1);
+  const abs = S.sockaddrUn("bus", true);
+  expect([abs.len, abs.buf[2], abs.buf.toString("utf8", 3, 6)]).toEqual([6, 0, "bus"]);
+  expect(() => S.sockaddrUn("x".repeat(108))).toThrow(/too long/);
 });
