@@ -5,7 +5,8 @@
 // with readEdgeEvents()/readLineInfoChanges() ([] when none is queued), or delivered
 // on the platform's event source by watchEdges()/watchLineInfo().
 import { IOR, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, closeFd, ioctl, openFile, readRecords } from "./libc.ts";
-import { setNonBlocking, watch, type Watch, type WatchOptions } from "./loop.ts";
+import { setNonBlocking, type Watch } from "./loop.ts";
+import { watchItems, type ReaderOptions } from "./readers.ts";
 import { Struct, scalar, struct } from "./struct.ts";
 
 export const GPIO_MAX_NAME_SIZE = 32;
@@ -263,16 +264,17 @@ export function readEdgeEvents(reqFd: number, max = 64): LineEvent[] {
 
 /**
  * Delivers the edge events of a request fd on the platform's event source, one call
- * per event, in order. Close the watch before closing the fd.
+ * per event, in order. Close the watch before closing the fd; a failed read (the
+ * chip went away: ENODEV) closes it and goes to opts.onError.
  */
-export function watchEdges(reqFd: number, onEvent: (ev: LineEvent) => void, opts?: WatchOptions): Watch {
-  return watch(reqFd, { readable: () => { for (const ev of readEdgeEvents(reqFd)) onEvent(ev); } }, opts);
+export function watchEdges(reqFd: number, onEvent: (ev: LineEvent) => void, opts?: ReaderOptions): Watch {
+  return watchItems(reqFd, () => readEdgeEvents(reqFd), onEvent, opts);
 }
 
 /**
  * Delivers the line-info changes of a chip fd (for the lines given to
  * addLineInfoWatch()) on the platform's event source. Close the watch before the fd.
  */
-export function watchLineInfo(chipFd: number, onChange: (change: LineInfoChanged) => void, opts?: WatchOptions): Watch {
-  return watch(chipFd, { readable: () => { for (const c of readLineInfoChanges(chipFd)) onChange(c); } }, opts);
+export function watchLineInfo(chipFd: number, onChange: (change: LineInfoChanged) => void, opts?: ReaderOptions): Watch {
+  return watchItems(chipFd, () => readLineInfoChanges(chipFd), onChange, opts);
 }

@@ -9,7 +9,8 @@
 // subarray() share the ArrayBuffer and are detached with it.
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { O_CLOEXEC, O_CREAT, O_EXCL, O_RDWR, SysError, check, checkAgain, cstr, errno, libc, ptr } from "./libc.ts";
-import { watch, type Watch, type WatchOptions } from "./loop.ts";
+import type { Watch } from "./loop.ts";
+import { watchItems, type ReaderOptions } from "./readers.ts";
 import { Struct, scalar, struct } from "./struct.ts";
 
 export const PROT_NONE = 0, PROT_READ = 1, PROT_WRITE = 2;
@@ -156,11 +157,9 @@ export function eventfdRead(fd: number): bigint | null {
 }
 
 /** Calls onSignal with the counter each time the eventfd is signalled, on the event source. */
-export function watchEventfd(fd: number, onSignal: (count: bigint) => void, opts?: WatchOptions): Watch {
-  return watch(fd, {
-    readable: () => {
-      const n = eventfdRead(fd);
-      if (n !== null) onSignal(n);
-    },
-  }, opts);
+export function watchEventfd(fd: number, onSignal: (count: bigint) => void, opts?: ReaderOptions): Watch {
+  return watchItems(fd, () => {
+    const n = eventfdRead(fd);
+    return n === null ? [] : [n];
+  }, onSignal, opts);
 }

@@ -14,7 +14,8 @@ import {
 } from "./libc.ts";
 
 const EIO = 5;
-import { watch, type Watch, type WatchOptions } from "./loop.ts";
+import type { Watch, WatchOptions } from "./loop.ts";
+import { watchItems } from "./readers.ts";
 import { scalar, struct, type Struct } from "./struct.ts";
 
 /** c_cc size in struct termios2 (the kernel's NCCS, not glibc's 32). */
@@ -216,32 +217,24 @@ export function openPty(): Pty {
   }
 }
 
+/** Thrown by a reader at end of file; watchInput turns it into onEnd(). */
+class EndOfInput extends Error {}
+
 /**
  * Delivers what arrives on a tty (or pty master) on the event source: onData with
  * each chunk read (until EAGAIN), onEnd once at end of file or hang-up (EIO on a
- * pty master whose slave closed), after which the watch is closed.
+ * pty master whose slave closed; no error), or with the error of a failed read.
+ * The watch is closed by then.
  */
-export function watchInput(fd: number, onData: (data: Buffer) => void, onEnd?: (err?: SysError) => void, opts?: WatchOptions): Watch {
+export function watchInput(fd: number, onData: (data: Buffer) => void, onEnd?: (err?: Error) => void, opts?: WatchOptions): Watch {
   const buf = Buffer.alloc(4096);
-  const end = (err?: SysError) => {
-    w.close();
-    onEnd?.(err);
-  };
-  const w = watch(fd, {
-    readable: () => {
-      while (!w.closed) {
-        let b: Buffer | null;
-        try {
-          b = readAvailable(fd, buf.length, buf);
-        } catch (e) {
-          // EIO: the other side of a pty hung up; anything else is passed on.
-          return end(e instanceof SysError && e.errno === EIO ? undefined : (e as SysError));
-        }
-        if (b === null) return;
-        if (b.length === 0) return end();
-        onData(Buffer.from(b));
-      }
-    },
-  }, opts);
-  return w;
+  return watchItems(fd, () => {
+    const b = readAvailable(fd, buf.length, buf);
+    if (b === null) return [];
+    if (b.length === 0) throw new EndOfInput();
+    return [Buffer.from(b)];
+  }, onData, {
+    ...opts,
+    onError: (e) => onEnd?.(e instanceof EndOfInput || (e instanceof SysError && e.errno === EIO) ? undefined : e),
+  });
 }

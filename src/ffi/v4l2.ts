@@ -3,7 +3,8 @@
 // O_NONBLOCK: dequeueBuffer()/MmapCapture.dequeue() return null when no frame is
 // ready, and watchFrames() delivers frames on the platform's event source.
 import { EINVAL, IOR, IOW, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, closeFd, ioctl, ioctlAgain, openFile } from "./libc.ts";
-import { watch, type Watch, type WatchOptions } from "./loop.ts";
+import type { Watch } from "./loop.ts";
+import { watchItems, type ReaderOptions } from "./readers.ts";
 import { mmap, type Mapping } from "./shm.ts";
 import { Struct, scalar, struct } from "./struct.ts";
 
@@ -326,6 +327,8 @@ export interface Frame { data: Buffer; sequence: number; timestampUs: bigint; by
 export class MmapCapture {
   private maps: Mapping[] = [];
   private streaming = false;
+  /** Watches on this capture (watchFrames), closed by stop(). */
+  readonly watches = new Set<Watch>();
 
   constructor(readonly fd: number, count = 4, readonly type = BUF_TYPE_VIDEO_CAPTURE) {
     const n = requestBuffers(fd, count, type, MEMORY_MMAP);
@@ -374,7 +377,10 @@ export class MmapCapture {
     });
   }
 
+  /** Closes its watches, stops streaming, unmaps and frees the buffers. */
   stop(): void {
+    for (const w of this.watches) w.close();
+    this.watches.clear();
     if (this.streaming) streamOff(this.fd, this.type);
     this.streaming = false;
     for (const m of this.maps) m.unmap();
@@ -387,17 +393,15 @@ export class MmapCapture {
 
 /**
  * Delivers every frame of a capture on the event source (the device fd becomes
- * readable when a buffer is filled). Close the watch before stop().
+ * readable when a buffer is filled). capture.stop() closes the watch; a failed
+ * DQBUF (the queue in error: EIO) closes it and goes to opts.onError.
  */
-export function watchFrames(capture: MmapCapture, onFrame: (frame: Frame) => void, opts?: WatchOptions): Watch {
-  const w = watch(capture.fd, {
-    readable: () => {
-      while (!w.closed) {
-        const f = capture.dequeue();
-        if (!f) return;
-        onFrame(f);
-      }
-    },
-  }, opts);
+export function watchFrames(capture: MmapCapture, onFrame: (frame: Frame) => void, opts?: ReaderOptions): Watch {
+  const w = watchItems(capture.fd, () => {
+    const f = capture.dequeue();
+    return f ? [f] : [];
+  }, onFrame, opts);
+  for (const old of capture.watches) if (old.closed) capture.watches.delete(old);
+  capture.watches.add(w);
   return w;
 }
