@@ -76,12 +76,15 @@ guest("GPIO on gpio-sim", () => {
     });
     try {
       expect(gpio.readEdgeEvents(req)).toEqual([]);
-      for (const pull of ["pull-up", "pull-down", "pull-up"]) writeFileSync(`${sysfs}/sim_gpio0/pull`, pull);
-      // The edges reach the request through the simulator's interrupt thread: poll
-      // the non-blocking read from timers until all three are there.
+      // Each edge reaches the request through an interrupt thread that reads the
+      // line's level then: edges closer together than it runs merge. Space them out
+      // on timers (nothing reads meanwhile), then poll the non-blocking read.
+      for (const pull of ["pull-up", "pull-down", "pull-up"]) {
+        writeFileSync(`${sysfs}/sim_gpio0/pull`, pull);
+        await Bun.sleep(100);
+      }
       const events: gpio.LineEvent[] = [];
-      for (const end = Date.now() + 2000; events.length < 3 && Date.now() < end;) {
-        await Bun.sleep(20);
+      for (const end = Date.now() + 2000; events.length < 3 && Date.now() < end; await Bun.sleep(20)) {
         events.push(...gpio.readEdgeEvents(req));
       }
       expect(events.map((e) => e.id)).toEqual([gpio.EVENT_RISING_EDGE, gpio.EVENT_FALLING_EDGE, gpio.EVENT_RISING_EDGE]);
