@@ -9,7 +9,7 @@
 // and drain() polls TIOCOUTQ from timers instead of calling tcdrain. Input is read
 // with readAvailable() or delivered on the event source by watchInput().
 import {
-  IO, IOR, IOW, O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDWR, SysError, check, closeFd, cString, ioctl, ioctlValue,
+  IOR, IOW, O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDWR, SysError, check, closeFd, cString, ioctl, ioctlValue,
   libc, openFile, ptr, readAvailable,
 } from "./libc.ts";
 
@@ -57,9 +57,6 @@ export const ioctls = {
   TCFLSH: 0x540b,
   TIOCOUTQ: 0x5411,
   TIOCINQ: 0x541b,
-  TIOCGPTN: IOR("T", 0x30, 4), // unsigned int
-  TIOCSPTLCK: IOW("T", 0x31, 4), // int
-  TIOCGPTPEER: IO("T", 0x41),
 } as const;
 
 /** struct termios2, decoded. */
