@@ -9,7 +9,7 @@
 // time is rejected (ETIMEDOUT). Kernel errors arrive as NLMSG_ERROR and are thrown
 // as NetlinkError with the errno and, when the kernel gives one, its extended-ack
 // message. Multicast messages (told apart by NETLINK_PKTINFO) go to subscribe()rs.
-import { SysError, check, checkAgain, closeFd, libc, ptr } from "./libc.ts";
+import { SysError, check, checkAgain, closeFd, errno, libc, ptr } from "./libc.ts";
 import { watch, type Watch } from "./loop.ts";
 import { CMSG_SPACE, MSG_DONTWAIT, MSG_TRUNC, MsgHdr } from "./socket.ts";
 import { Struct, scalar, struct } from "./struct.ts";
@@ -212,8 +212,9 @@ export class RtNetlink {
 
   private setOpt(opt: number, value: number, required = true): void {
     const v = scalar.i32(value);
-    const r = libc.setsockopt(this.fd, SOL_NETLINK, opt, ptr(v), v.length);
-    if (r !== 0 && required) check(`setsockopt(SOL_NETLINK, ${opt})`, () => r);
+    if (libc.setsockopt(this.fd, SOL_NETLINK, opt, ptr(v), v.length) !== 0 && required) {
+      throw new SysError(`setsockopt(SOL_NETLINK, ${opt})`, errno());
+    }
   }
 
   /** Rejects pending requests, ends subscriptions and closes the socket. */

@@ -92,6 +92,21 @@ test("concurrent requests on one socket are matched to their answers; a closed s
   await expect(nl.listLinks(s)).rejects.toThrow(/EBADF|Bad file/);
 });
 
+test("a request with no answer is rejected after its timeout; an ack resolves with no messages", async () => {
+  const s = new nl.RtNetlink();
+  try {
+    // NLMSG_NOOP is acked only when asked to be.
+    expect(await s.request("NOOP+ACK", nl.NLMSG_NOOP, nl.NLM_F_ACK, Buffer.alloc(0))).toEqual([]);
+    const t0 = Date.now();
+    await expect(s.request("NOOP", nl.NLMSG_NOOP, 0, Buffer.alloc(0), { timeoutMs: 100 })).rejects.toMatchObject({ errno: 110 });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(90);
+    // The socket goes on serving requests.
+    expect((await nl.getLink("lo", s))?.name).toBe("lo");
+  } finally {
+    s.close();
+  }
+});
+
 // Changing links needs a namespace of our own; where user namespaces are not allowed this is skipped.
 const unshare = Bun.which("unshare");
 const canUnshare = unshare !== null && Bun.spawnSync([unshare, "-rn", "true"]).exitCode === 0;
