@@ -1,5 +1,6 @@
 /* The reference: a trivial sd-bus service whose `ping` echoes its string argument,
- * the same method shape devservices serves (one JSON string in, one out). */
+ * the same method shape devservices serves (one JSON string in, one out), and whose
+ * `emit` broadcasts a signal (the fan-out reference). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <systemd/sd-bus.h>
@@ -11,9 +12,21 @@ static int ping(sd_bus_message *m, void *userdata, sd_bus_error *error) {
   return sd_bus_reply_method_return(m, "s", s);
 }
 
+/* The fan-out reference: one broadcast signal carrying the string, which the daemon
+ * delivers to every connection with a matching rule. */
+static int emit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+  const char *s;
+  int r = sd_bus_message_read(m, "s", &s);
+  if (r < 0) return r;
+  r = sd_bus_emit_signal(sd_bus_message_get_bus(m), "/com/vendor/bench/echo", "com.vendor.bench.echo", "Changed", "s", s);
+  if (r < 0) return r;
+  return sd_bus_reply_method_return(m, "s", "{\"returnValue\":true}");
+}
+
 static const sd_bus_vtable vtable[] = {
   SD_BUS_VTABLE_START(0),
   SD_BUS_METHOD("ping", "s", "s", ping, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD("emit", "s", "s", emit, SD_BUS_VTABLE_UNPRIVILEGED),
   SD_BUS_VTABLE_END
 };
 

@@ -1,0 +1,96 @@
+/* Fan-out: N receiver connections in this process, one change delivered to all.
+ *   fanout ADDRESS N ROUNDS dev DEST PATH IFACE SUB_MEMBER SUB_PAYLOAD TRIG_MEMBER TRIG_PAYLOAD
+ *     each receiver calls SUB_MEMBER (a devservices subscription, kept open), and the
+ *     change arrives as a unicast Push signal to each
+ *   fanout ADDRESS N ROUNDS c DEST PATH IFACE MATCH_MEMBER - TRIG_MEMBER TRIG_PAYLOAD
+ *     each receiver adds a match for the broadcast signal MATCH_MEMBER
+ * Each round: time from sending the trigger until the last receiver has the message.
+ * Prints one JSON line: rounds, p50 and max of the completion time (us). */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <systemd/sd-bus.h>
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static const char *want_member;
+static int received_round;
+static int *got;
+
+static int on_msg(sd_bus_message *m, void *userdata, sd_bus_error *e) {
+  int idx = (int)(long)userdata;
+  uint8_t type = 0;
+  if (sd_bus_message_get_type(m, &type) < 0 || type != SD_BUS_MESSAGE_SIGNAL) return 0;
+  const char *mem = sd_bus_message_get_member(m);
+  if (!mem || strcmp(mem, want_member) != 0) return 0;
+  got[idx] = received_round;
+  (void)e;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 12) { fprintf(stderr, "usage: see the header of fanout.c\n"); return 2; }
+  const char *addr = argv[1], *mode = argv[4], *dest = argv[5], *path = argv[6], *iface = argv[7];
+  const char *sub_member = argv[8], *sub_payload = argv[9], *trig_member = argv[10], *trig_payload = argv[11];
+  int n = atoi(argv[2]), rounds = atoi(argv[3]);
+  int dev = strcmp(mode, "dev") == 0;
+  want_member = dev ? "Push" : sub_member;
+  struct rlimit rl = { 65536, 65536 };
+  setrlimit(RLIMIT_NOFILE, &rl);
+  sd_bus **bus = calloc(n + 1, sizeof *bus);
+  got = calloc(n, sizeof *got);
+  struct pollfd *pfd = calloc(n, sizeof *pfd);
+  for (int i = 0; i <= n; i++) {
+    int r;
+    if ((r = sd_bus_new(&bus[i])) < 0 || (r = sd_bus_set_address(bus[i], addr)) < 0 ||
+        (r = sd_bus_set_bus_client(bus[i], 1)) < 0 || (r = sd_bus_start(bus[i])) < 0) {
+      fprintf(stderr, "connect %d: %d\n", i, r); return 1;
+    }
+    if (i == n) break; /* the trigger's own connection */
+    sd_bus_add_filter(bus[i], NULL, on_msg, (void *)(long)i);
+    got[i] = -1;
+    if (dev) {
+      sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
+      if (sd_bus_call_method(bus[i], dest, path, iface, sub_member, &e, &rep, "s", sub_payload) < 0) { fprintf(stderr, "subscribe: %s\n", e.message); return 1; }
+      sd_bus_message_unref(rep);
+    } else {
+      char rule[512];
+      snprintf(rule, sizeof rule, "type='signal',interface='%s',member='%s'", iface, sub_member);
+      if (sd_bus_add_match(bus[i], NULL, rule, NULL, NULL) < 0) { fprintf(stderr, "match failed\n"); return 1; }
+    }
+  }
+  double *t = calloc(rounds, sizeof *t);
+  for (int round = 0; round < rounds; round++) {
+    received_round = round;
+    double t0 = now_us();
+    sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
+    if (sd_bus_call_method(bus[n], dest, path, iface, trig_member, &e, &rep, "s", trig_payload) < 0) { fprintf(stderr, "trigger: %s\n", e.message); return 1; }
+    sd_bus_message_unref(rep);
+    int remaining = n;
+    while (remaining > 0) {
+      remaining = 0;
+      for (int i = 0; i < n; i++) {
+        while (sd_bus_process(bus[i], NULL) > 0) {}
+        if (got[i] != round) remaining++;
+        pfd[i].fd = sd_bus_get_fd(bus[i]);
+        pfd[i].events = POLLIN;
+      }
+      if (remaining && poll(pfd, n, 30000) == 0) { fprintf(stderr, "round %d: %d receivers got nothing within 30 s\n", round, remaining); return 1; }
+    }
+    t[round] = now_us() - t0;
+  }
+  qsort(t, rounds, sizeof *t, cmp);
+  printf("{\"receivers\":%d,\"rounds\":%d,\"p50_us\":%.0f,\"max_us\":%.0f}\n", n, rounds, t[rounds / 2], t[rounds - 1]);
+  return 0;
+}
