@@ -26,6 +26,8 @@ export interface Message {
   body: any[];
   /** File descriptors carried by the message (h values index into these on the wire). */
   fds: number[];
+  /** Set when the message was larger than its connection reads: its length; the body was dropped. */
+  oversized?: number;
 }
 
 export type Outgoing = Omit<Message, "serial" | "fds" | "flags" | "signature" | "body"> & { flags?: number; fds?: number[]; signature?: string; body?: any[] };
@@ -279,8 +281,14 @@ export function messageLength(buf: Buffer, off = 0): number {
   return total;
 }
 
-/** Number of fds a complete message says it carries (the UNIX_FDS header field). */
-export function decode(buf: Buffer, takeFds: (n: number) => number[]): Message {
+/** The header of a message (the body is not read): for messages too large to keep. */
+export function decodeHeader(buf: Buffer): Message {
+  // fds: the count is kept as placeholders so that the caller can drop that many.
+  return decode(buf, (n) => new Array(n).fill(-1), true);
+}
+
+/** Decodes a whole message; takeFds hands over the fds its UNIX_FDS field counts. */
+export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly = false): Message {
   const le = buf[0] === 0x6c;
   const r = new Reader(buf, le);
   r.pos = 1;
@@ -314,7 +322,7 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[]): Message {
   m.fds = nfds ? takeFds(nfds) : [];
   const bodyStart = Math.ceil(end / 8) * 8;
   const sig = m.signature;
-  if (!sig) return m;
+  if (!sig || headerOnly) return m;
   if (BASIC.test(sig)) {
     r.pos = bodyStart;
     const body = new Array(sig.length);

@@ -6,7 +6,7 @@
 import { connectUnix, trySend, shutdownSocket, Receiver } from "../ffi/socket";
 import { watch, setNonBlocking, type Watch } from "../ffi/loop";
 import { libc } from "../ffi/libc";
-import { decode, encode, messageLength, METHOD_CALL, METHOD_RETURN, ERROR, SIGNAL, NO_REPLY_EXPECTED, type Message, type Outgoing } from "./codec";
+import { decode, decodeHeader, encode, messageLength, MAX_MESSAGE, METHOD_CALL, METHOD_RETURN, ERROR, SIGNAL, NO_REPLY_EXPECTED, type Message, type Outgoing } from "./codec";
 
 export type { Message, Outgoing } from "./codec";
 export { METHOD_CALL, METHOD_RETURN, ERROR, SIGNAL, NO_REPLY_EXPECTED } from "./codec";
@@ -57,6 +57,7 @@ interface Pending {
 
 /** Most bytes one readable callback takes before letting other fds have their turn. */
 const READ_BUDGET = 1 << 20;
+const EMPTY = Buffer.alloc(0);
 const RECV_SIZE = 65536;
 
 export class Connection {
@@ -79,7 +80,15 @@ export class Connection {
   private native?: { write(d: Uint8Array): number; flush(): void; terminate(): void };
   /** Whether this connection can receive fds (poll transport). */
   readonly receivesFds: boolean;
-  private inbuf: Buffer = Buffer.alloc(0);
+  private inbuf: Buffer = EMPTY;
+  /** Received bytes not parsed yet, and how many the next message needs in all. */
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private need = 0;
+  /** An oversized message being dropped: what is left of it, and its header. */
+  private skipping?: { left: number; message: Message };
+  /** Largest message read whole; a larger one is delivered as its header with `oversized`. */
+  private maxIncoming = MAX_MESSAGE;
   private fdq: number[] = [];
   private out: { data: Buffer; fds: number[]; owned: boolean }[] = [];
   private outOff = 0;
@@ -122,8 +131,12 @@ export class Connection {
    * method takes an fd. Clients, which receive fds (getFd, getPollingFd), read with
    * recvmsg on the platform's event source.
    */
-  static async open(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number; receiveFds?: boolean } = {}): Promise<Connection> {
+  static async open(
+    address: string,
+    opts: { negotiateUnixFd?: boolean; timeoutMs?: number; receiveFds?: boolean; maxIncoming?: number } = {},
+  ): Promise<Connection> {
     const c = new Connection(address, opts.receiveFds ?? true);
+    if (opts.maxIncoming) c.maxIncoming = opts.maxIncoming;
     if (!c.receivesFds) await c.attachNative();
     const ms = opts.timeoutMs ?? 10000;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -345,29 +358,83 @@ export class Connection {
 
   private onData(data: Buffer, fds: number[]): void {
     if (fds.length) this.fdq.push(...fds);
-    this.inbuf = this.inbuf.length ? Buffer.concat([this.inbuf, data]) : data;
+    if (this.skipping) {
+      // The rest of an oversized message: dropped as it arrives, never buffered.
+      const take = Math.min(this.skipping.left, data.length);
+      this.skipping.left -= take;
+      data = data.subarray(take);
+      if (this.skipping.left > 0) return;
+      const m = this.skipping.message;
+      this.skipping = undefined;
+      this.deliver(m);
+      if (!data.length || this.isClosed) return;
+    }
+    this.chunks.push(data);
+    this.buffered += data.length;
+    // A large message arrives in many reads: join the pieces once it is whole.
+    if (this.buffered < this.need) return;
+    this.inbuf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
+    this.chunks = [];
+    this.buffered = 0;
     if (!this.authenticated) this.readAuthLines();
     else this.parse();
   }
 
   private readAuthLines(): void {
+    let buf = this.inbuf;
+    this.inbuf = EMPTY;
     for (;;) {
-      const i = this.inbuf.indexOf("\r\n");
-      if (i < 0) return;
-      const line = this.inbuf.toString("latin1", 0, i);
-      this.inbuf = this.inbuf.subarray(i + 2);
+      const i = buf.indexOf("\r\n");
+      if (i < 0) return this.keep(Buffer.from(buf));
+      const line = buf.toString("latin1", 0, i);
+      buf = buf.subarray(i + 2);
       this.authLines.shift()?.(line);
-      if (this.authenticated) return this.parse();
+      if (this.authenticated) {
+        this.inbuf = buf;
+        return this.parse();
+      }
     }
+  }
+
+  private keep(rest: Buffer): void {
+    this.chunks = rest.length ? [rest] : [];
+    this.buffered = rest.length;
   }
 
   private parse(): void {
     let off = 0;
     const buf = this.inbuf;
+    this.inbuf = EMPTY;
+    this.need = 0;
     try {
       for (;;) {
         const len = messageLength(buf, off);
-        if (!len || buf.length - off < len) break;
+        if (!len) break;
+        if (len > this.maxIncoming) {
+          // Read the header, drop the body as it comes, and tell the receiver.
+          const headLen = Math.min(len, 16 + Math.ceil(buf.readUInt32LE(off + 12) / 8) * 8);
+          if (buf.length - off < headLen) {
+            this.need = headLen; // counted from the start of what is kept
+            break;
+          }
+          const m = decodeHeader(buf.subarray(off, off + headLen));
+          m.oversized = len;
+          for (const fd of this.takeFds(m.fds.length)) libc.close(fd);
+          m.fds = [];
+          const have = Math.min(len, buf.length - off);
+          off += have;
+          if (have < len) {
+            this.skipping = { left: len - have, message: m };
+            break;
+          }
+          this.deliver(m);
+          if (this.isClosed) return;
+          continue;
+        }
+        if (buf.length - off < len) {
+          this.need = len;
+          break;
+        }
         const m = decode(buf.subarray(off, off + len), (n) => this.takeFds(n));
         off += len;
         this.deliver(m);
@@ -379,7 +446,7 @@ export class Connection {
       this.close();
       return;
     }
-    this.inbuf = off === buf.length ? Buffer.alloc(0) : off ? Buffer.from(buf.subarray(off)) : buf;
+    this.keep(off === buf.length ? EMPTY : Buffer.from(buf.subarray(off)));
   }
 
   private takeFds(n: number): number[] {
@@ -445,7 +512,10 @@ export class Connection {
 }
 
 /** Opens a bus connection (authenticated, Hello answered). */
-export function connectBus(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number; receiveFds?: boolean } = {}): Promise<Connection> {
+export function connectBus(
+  address: string,
+  opts: { negotiateUnixFd?: boolean; timeoutMs?: number; receiveFds?: boolean; maxIncoming?: number } = {},
+): Promise<Connection> {
   return Connection.open(address, opts);
 }
 

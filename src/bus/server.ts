@@ -6,7 +6,10 @@ import { z } from "zod";
 import { connectBus, Connection, DBUS, METHOD_CALL, METHOD_RETURN, SIGNAL, ERROR, NO_REPLY_EXPECTED, type Message, type Outgoing } from "./connection";
 import { memberName, objectPath, SUBSCRIPTION_INTERFACE, ERROR_PREFIX } from "./wire";
 import { introspectXml, childNodesXml } from "./introspect";
-import { parsePayload, stringifyJson } from "./json";
+import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
+
+/** Largest method call the hosting connection reads whole (4 x the payload limit). */
+export const MAX_REQUEST_MESSAGE = 4 * PAYLOAD_LIMITS.maxBytes;
 import { ServiceError, type Json } from "../core/errors";
 import { FdReply, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule } from "../core/access";
@@ -123,7 +126,13 @@ export class BusServer {
   }
 
   static async connect(address: string, opts: ServerOptions = {}): Promise<BusServer> {
-    const conn = await connectBus(address, { negotiateUnixFd: true, receiveFds: process.env.DEVSERVICES_BUS_TRANSPORT === "poll" });
+    const conn = await connectBus(address, {
+      negotiateUnixFd: true,
+      receiveFds: process.env.DEVSERVICES_BUS_TRANSPORT === "poll",
+      // A request is at most PAYLOAD_LIMITS.maxBytes of JSON; a message far larger is
+      // dropped as it arrives (never held in memory) and answered as over the limits.
+      maxIncoming: MAX_REQUEST_MESSAGE,
+    });
     const server = new BusServer(conn, address, opts);
     // One rule for every client's departure (arg2 = "": the name has no new owner).
     await conn.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''");
@@ -308,7 +317,9 @@ export class BusServer {
     const caller = await c.caller;
     let response: Json | FdReply;
     let subscription: SubscriptionImpl | undefined;
-    const parsed0 = parsePayload(msg.body[0] as string);
+    const parsed0 = msg.oversized
+      ? { problem: { kind: "limits" as const, message: `payload is larger than ${PAYLOAD_LIMITS.maxBytes} bytes (message of ${msg.oversized} bytes)` } }
+      : parsePayload(msg.body[0] as string);
     if ("problem" in parsed0) {
       if (parsed0.problem.kind === "limits") this.log.warn({ service: h.spec.name, method, caller: caller.name, problem: parsed0.problem.message }, "request refused");
       response = { returnValue: false, ...h.spec.badRequest(method, parsed0.problem) };
