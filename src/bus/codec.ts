@@ -1,8 +1,55 @@
 // The D-Bus wire format (the D-Bus specification, "Message Protocol"): headers and
-// the bodies devservices exchanges on every call, written and read here directly.
-// Bodies made only of basic types (s o g y b n q i u x t d h) take this path; a
-// body with containers or variants (a{sv}, ...) goes through generic.ts.
-import { encodeBodyGeneric, decodeBodyGeneric } from "./generic";
+// bodies, written and read here directly: basic types, arrays, dictionaries and
+// variants (what the daemon's replies and every service call use). A body with a
+// struct goes through generic.ts (dbus-next), loaded only when one is first met: it
+// costs the process 11 MB of memory (docs/decisions.md, "The bus stack").
+
+/** A variant value (`v`): its signature and value. */
+export class Variant<T = unknown> {
+  constructor(readonly signature: string, readonly value: T) {}
+}
+
+let genericModule: typeof import("./generic") | undefined;
+function generic(): typeof import("./generic") {
+  return (genericModule ??= require("./generic") as typeof import("./generic"));
+}
+
+interface TypeNode {
+  t: string;
+  child?: TypeNode[];
+}
+const sigCache = new Map<string, TypeNode[]>();
+
+/** A signature as a tree (`a{sv}` -> [{t:"a", child:[{t:"{", child:[s, v]}]}]). */
+export function parseSignature(sig: string): TypeNode[] {
+  let tree = sigCache.get(sig);
+  if (tree) return tree;
+  let i = 0;
+  const one = (): TypeNode => {
+    const c = sig[i++];
+    if (c === undefined) throw new Error(`incomplete D-Bus signature '${sig}'`);
+    if (c === "a") return { t: "a", child: [one()] };
+    if (c === "(" || c === "{") {
+      const close = c === "(" ? ")" : "}";
+      const child: TypeNode[] = [];
+      while (sig[i] !== close) {
+        if (i >= sig.length) throw new Error(`unbalanced D-Bus signature '${sig}'`);
+        child.push(one());
+      }
+      i++;
+      return { t: c, child };
+    }
+    if (!"sogybnqiuxtdhv".includes(c)) throw new Error(`not a D-Bus type '${c}' in '${sig}'`);
+    return { t: c };
+  };
+  tree = [];
+  while (i < sig.length) tree.push(one());
+  if (sigCache.size < 256) sigCache.set(sig, tree);
+  return tree;
+}
+
+const ALIGN: Record<string, number> = { y: 1, g: 1, v: 1, n: 2, q: 2, b: 4, i: 4, u: 4, h: 4, s: 4, o: 4, a: 4, x: 8, t: 8, d: 8, "(": 8, "{": 8 };
+const hasStruct = (sig: string) => sig.includes("(");
 
 export const METHOD_CALL = 1, METHOD_RETURN = 2, ERROR = 3, SIGNAL = 4;
 export const NO_REPLY_EXPECTED = 0x1, NO_AUTO_START = 0x2;
@@ -37,6 +84,9 @@ const BASIC = /^[sogybnqiuxtdh]*$/;
 
 // ---- writing ------------------------------------------------------------------
 
+interface Writer {
+  value(node: TypeNode, v: any, fds: number[]): void;
+}
 class Writer {
   buf = Buffer.allocUnsafe(4096);
   off = 0;
@@ -130,6 +180,56 @@ class Writer {
   }
 }
 
+Writer.prototype.value = function (this: Writer, node: TypeNode, v: any, fds: number[]): void {
+  switch (node.t) {
+    case "a": {
+      const el = node.child![0]!;
+      this.align(4);
+      const lenAt = this.off;
+      this.u32(0);
+      this.align(ALIGN[el.t]!);
+      const start = this.off;
+      if (el.t === "y" && v instanceof Uint8Array) {
+        this.ensure(v.length);
+        this.buf.set(v, this.off);
+        this.off += v.length;
+      } else if (el.t === "{") {
+        for (const [k, val] of v instanceof Map ? v : Object.entries(v)) {
+          this.align(8);
+          this.value(el.child![0]!, k, fds);
+          this.value(el.child![1]!, val, fds);
+        }
+      } else for (const item of v as unknown[]) this.value(el, item, fds);
+      this.buf.writeUInt32LE(this.off - start, lenAt);
+      return;
+    }
+    case "v": {
+      const variant = v as Variant;
+      if (!(variant instanceof Variant) && !(variant && typeof variant === "object" && "signature" in variant)) throw new Error("expected a Variant for D-Bus type 'v'");
+      this.sig(variant.signature);
+      const [inner] = parseSignature(variant.signature);
+      return this.value(inner!, variant.value, fds);
+    }
+    case "(":
+    case "{":
+      throw new Error("structs are written by generic.ts");
+    default:
+      return this.basic(node.t, v, fds);
+  }
+};
+
+function variantsWithStructs(values: unknown[]): boolean {
+  const visit = (v: unknown, depth: number): boolean => {
+    if (depth > 32 || v === null || typeof v !== "object") return false;
+    if (v instanceof Variant || ("signature" in v && "value" in v && typeof (v as Variant).signature === "string")) {
+      return hasStruct((v as Variant).signature) || visit((v as Variant).value, depth + 1);
+    }
+    if (v instanceof Uint8Array) return false;
+    return Object.values(v).some((x) => visit(x, depth + 1));
+  };
+  return values.some((v) => visit(v, 0));
+}
+
 const w = new Writer();
 
 function field(code: number, t: string, v: string | number) {
@@ -147,13 +247,18 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
   let bodyLen: number;
   // Body first, into the scratch writer, so its length and fd count are known.
   w.reset();
+  const body0 = m.body ?? [];
   if (BASIC.test(sig)) {
-    const body0 = m.body ?? [];
     if (body0.length !== sig.length) throw new Error(`signature '${sig}' wants ${sig.length} values, got ${body0.length}`);
     for (let i = 0; i < sig.length; i++) w.basic(sig[i]!, body0[i], fds);
     body = Buffer.from(w.buf.subarray(0, w.off));
+  } else if (!hasStruct(sig) && !variantsWithStructs(body0)) {
+    const tree = parseSignature(sig);
+    if (body0.length !== tree.length) throw new Error(`signature '${sig}' wants ${tree.length} values, got ${body0.length}`);
+    tree.forEach((node, i) => w.value(node, body0[i], fds));
+    body = Buffer.from(w.buf.subarray(0, w.off));
   } else {
-    body = encodeBodyGeneric(sig, m.body ?? [], fds);
+    body = generic().encodeBodyGeneric(sig, body0, fds);
   }
   bodyLen = body.length;
   w.reset();
@@ -266,6 +371,50 @@ class Reader {
   }
 }
 
+interface Reader {
+  value(node: TypeNode, fds: number[]): any;
+}
+Reader.prototype.value = function (this: Reader, node: TypeNode, fds: number[]): any {
+  switch (node.t) {
+    case "a": {
+      const len = this.u32();
+      const el = node.child![0]!;
+      this.align(ALIGN[el.t]!);
+      const end = this.pos + len;
+      this.need(len);
+      if (el.t === "y") {
+        const out = Buffer.from(this.buf.subarray(this.pos, end));
+        this.pos = end;
+        return out;
+      }
+      if (el.t === "{") {
+        const out: Record<string, unknown> = {};
+        while (this.pos < end) {
+          this.align(8);
+          const k = this.value(el.child![0]!, fds);
+          out[String(k)] = this.value(el.child![1]!, fds);
+        }
+        return out;
+      }
+      const out: unknown[] = [];
+      while (this.pos < end) out.push(this.value(el, fds));
+      return out;
+    }
+    case "v": {
+      const sig = this.sig();
+      const [inner] = parseSignature(sig);
+      return new Variant(sig, this.value(inner!, fds));
+    }
+    case "(":
+    case "{":
+      // Only inside a variant (a top-level struct body goes to generic.ts).
+      this.align(8);
+      return node.child!.map((c) => this.value(c, fds));
+    default:
+      return this.basic(node.t, fds);
+  }
+};
+
 /**
  * Length of the message at the start of buf, or 0 when fewer than 16 bytes are
  * there to tell. Throws on a header no peer may send.
@@ -328,8 +477,11 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly
     const body = new Array(sig.length);
     for (let i = 0; i < sig.length; i++) body[i] = r.basic(sig[i]!, m.fds);
     m.body = body;
+  } else if (!hasStruct(sig)) {
+    r.pos = bodyStart;
+    m.body = parseSignature(sig).map((node) => r.value(node, m.fds));
   } else {
-    m.body = decodeBodyGeneric(buf.subarray(bodyStart), sig, le, m.fds);
+    m.body = generic().decodeBodyGeneric(buf.subarray(bodyStart), sig, le, m.fds);
   }
   return m;
 }
