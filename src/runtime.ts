@@ -37,9 +37,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   mkdirSync(opts.stateDir, { recursive: true });
   const server = await BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses });
   // Calls to peers (other services, logind) go over a connection of their own, read
-  // with recvmsg so that replies may carry fds; the hosting connection is read by
-  // Bun's socket (docs/decisions.md, "The bus stack").
-  const client = await BusClient.connect(opts.busAddress);
+  // like the hosting one by Bun's socket; a call whose reply carries fds says so and
+  // takes a recvmsg connection opened when first needed (docs/decisions.md, "The bus stack").
+  const client = await BusClient.connect(opts.busAddress, { receiveFds: false });
   const started: Runtime["services"] = [];
   const stop = async () => {
     await server.close();

@@ -12,6 +12,8 @@ export { BusError } from "./connection";
 export interface CallOptions {
   /** Reply timeout in milliseconds (default 25 s, as libdbus). */
   timeoutMs?: number;
+  /** The reply may carry fds (e.g. logind's Inhibit): see BusClient.connect's receiveFds. */
+  receiveFds?: boolean;
 }
 
 export interface ClientSubscription {
@@ -43,7 +45,9 @@ export class BusClient implements Peers {
   /** Resolves when the connection has ended (closed here, or the bus went away). */
   readonly closed: Promise<void>;
 
-  private constructor(readonly conn: Connection) {
+  private fdConn?: Promise<Connection>;
+
+  private constructor(readonly conn: Connection, private readonly address?: string) {
     this.closed = conn.closed;
     // The bus went away: every subscription has ended.
     conn.onClose(() => {
@@ -61,8 +65,24 @@ export class BusClient implements Peers {
     });
   }
 
-  static async connect(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number } = {}): Promise<BusClient> {
-    return new BusClient(await connectBus(address, opts));
+  /**
+   * With `receiveFds: false` the connection is read by Bun's own socket (no thread
+   * hop; docs/decisions.md): calls whose replies carry fds (`callWithFd`, or
+   * `receiveFds: true` in the call options) then go over a second connection, opened
+   * when first needed.
+   */
+  static async connect(address: string, opts: { negotiateUnixFd?: boolean; timeoutMs?: number; receiveFds?: boolean } = {}): Promise<BusClient> {
+    return new BusClient(await connectBus(address, opts), address);
+  }
+
+  /** The connection a reply with fds must come over. */
+  private fdCapable(): Promise<Connection> {
+    if (this.conn.receivesFds || !this.address) return Promise.resolve(this.conn);
+    if (!this.fdConn) {
+      this.fdConn = connectBus(this.address, { receiveFds: true });
+      this.fdConn.then((c) => this.conn.onClose(() => c.close())).catch(() => (this.fdConn = undefined));
+    }
+    return this.fdConn;
   }
 
   /** A client sharing an existing connection (services calling other peers). */
@@ -76,7 +96,8 @@ export class BusClient implements Peers {
 
   /** A plain D-Bus call (for system peers that are not devservices). */
   async callRaw(m: RawCall, opts: CallOptions = {}): Promise<Message> {
-    return this.conn.call({ type: METHOD_CALL, signature: "", body: [], ...m }, opts.timeoutMs ?? 25000);
+    const conn = opts.receiveFds ? await this.fdCapable() : this.conn;
+    return conn.call({ type: METHOD_CALL, signature: "", body: [], ...m }, opts.timeoutMs ?? 25000);
   }
 
   private message(service: string, method: string, payload: Json | string): RawCall {
@@ -100,6 +121,11 @@ export class BusClient implements Peers {
   async callWithFd(service: string, method: string, payload: Json | string = {}, opts: CallOptions = {}): Promise<{ response: Json; fd?: number }> {
     const reply = await this.callRaw(this.message(service, method, payload), opts);
     return { response: parseJson(reply.body[0]), fd: reply.signature === "sh" ? reply.body[1] : undefined };
+  }
+
+  /** Like call(), for a method that answers with an fd (owned by the caller from then on). */
+  async callForFd(service: string, method: string, payload: Json | string = {}, opts: CallOptions = {}): Promise<{ response: Json; fd?: number }> {
+    return this.callWithFd(service, method, payload, { ...opts, receiveFds: true });
   }
 
   /**
@@ -200,5 +226,6 @@ export class BusClient implements Peers {
 
   close(): void {
     this.conn.close();
+    void this.fdConn?.then((c) => c.close()).catch(() => {});
   }
 }

@@ -133,10 +133,12 @@ export interface ServiceContext {
 export interface Peers {
   /** Calls a devservices method with a JSON payload. */
   call(service: string, method: string, payload?: Json | string, opts?: { timeoutMs?: number }): Promise<Json>;
-  /** A plain D-Bus call (system daemons): the reply's body values. */
+  /** Calls a method that answers with an fd (camera getFd, gpio getPollingFd); the fd is the caller's. */
+  callForFd(service: string, method: string, payload?: Json | string, opts?: { timeoutMs?: number }): Promise<{ response: Json; fd?: number }>;
+  /** A plain D-Bus call (system daemons): the reply's body values. `receiveFds` when the reply carries fds. */
   callRaw(
     m: { destination: string; path: string; interface: string; member: string; signature?: string; body?: unknown[] },
-    opts?: { timeoutMs?: number },
+    opts?: { timeoutMs?: number; receiveFds?: boolean },
   ): Promise<{ signature: string; body: any[]; sender?: string }>;
   /** Whether a bus name has an owner now. */
   hasOwner(name: string): Promise<boolean>;

@@ -39,7 +39,7 @@ export class LogindBackend implements PowerBackend {
   }
 
   async inhibit(why: string): Promise<() => void> {
-    const reply = await this.client.callRaw({ ...MANAGER, member: "Inhibit", signature: "ssss", body: [INHIBIT_WHAT, WHO, why, "block"] });
+    const reply = await this.client.callRaw({ ...MANAGER, member: "Inhibit", signature: "ssss", body: [INHIBIT_WHAT, WHO, why, "block"] }, { receiveFds: true });
     const fd = reply.body[0];
     if (reply.signature !== "h" || typeof fd !== "number" || fd < 0) throw new Error(`logind Inhibit answered '${reply.signature}' without a file descriptor`);
     this.log.info({ fd, what: INHIBIT_WHAT }, "logind inhibitor taken");
