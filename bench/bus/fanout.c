@@ -63,11 +63,18 @@ int main(int argc, char **argv) {
     if (dev) {
       sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
       if (sd_bus_call_method(bus[i], dest, path, iface, sub_member, &e, &rep, "s", sub_payload) < 0) { fprintf(stderr, "subscribe: %s\n", e.message); return 1; }
+      const char *answer = NULL;
+      if (sd_bus_message_read(rep, "s", &answer) < 0 || !strstr(answer, "\"subscribed\":true")) { fprintf(stderr, "not subscribed: %s\n", answer ? answer : "?"); return 1; }
       sd_bus_message_unref(rep);
     } else {
       char rule[512];
       snprintf(rule, sizeof rule, "type='signal',interface='%s',member='%s'", iface, sub_member);
       if (sd_bus_add_match(bus[i], NULL, rule, NULL, NULL) < 0) { fprintf(stderr, "match failed\n"); return 1; }
+      /* sd-bus may still be saying Hello and queue the AddMatch: a synchronous call
+         to the daemon afterwards means the rule is in place before the first round. */
+      sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
+      if (sd_bus_call_method(bus[i], "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId", &e, &rep, "") < 0) { fprintf(stderr, "GetId: %s\n", e.message); return 1; }
+      sd_bus_message_unref(rep);
     }
   }
   double *t = calloc(rounds, sizeof *t);
