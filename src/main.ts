@@ -3,6 +3,7 @@
 // schemas (describe).
 import { z } from "zod";
 import { tmpdir } from "node:os";
+import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { resolveBusAddress } from "./bus/connection";
@@ -52,27 +53,17 @@ Usage:
   devservices --version | --help | help COMMAND
 `;
 
-type Flags = Record<string, string | boolean>;
+type Flags = Record<string, string | boolean | undefined>;
+type OptionSpec = Record<string, { type: "string" | "boolean"; short?: string }>;
 
-function parseArgs(argv: string[], valueFlags: string[], boolFlags: string[]): { flags: Flags; rest: string[] } {
-  const flags: Flags = {};
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === "--") {
-      rest.push(...argv.slice(i + 1));
-      break;
-    }
-    const [name, inline] = a.startsWith("--") && a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
-    if (valueFlags.includes(name)) {
-      const v = inline ?? argv[++i];
-      if (v === undefined) usage(`${name} needs a value`);
-      flags[name] = v;
-    } else if (boolFlags.includes(name)) flags[name] = true;
-    else if (a.startsWith("-") && a.length > 1 && !/^-?\d/.test(a.slice(1))) usage(`unknown option ${a}`);
-    else rest.push(a);
+/** node:util parseArgs, strict: an unknown option or a missing value is a usage error (exit 2). */
+function cli(argv: string[], options: OptionSpec): { flags: Flags; rest: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true });
+    return { flags: values as Flags, rest: positionals };
+  } catch (e) {
+    usage(String((e as Error).message).replace(/^TypeError \[[A-Z_]+\]: /, "").replace(/\. To specify a positional.*$/s, ""));
   }
-  return { flags, rest };
 }
 
 function usage(msg: string): never {
@@ -80,18 +71,58 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+
+function logLevel(flags: Flags, fallback: string): string {
+  const level = (flags["log-level"] as string | undefined) ?? fallback;
+  if (!LOG_LEVELS.includes(level)) usage(`unknown log level '${level}' (one of ${LOG_LEVELS.join(", ")})`);
+  return level;
+}
+
+/** A whole number of at least `min` from an option, or a usage error naming the option. */
+function wholeNumber(flags: Flags, name: string, label: string, min: number): number | undefined {
+  const v = flags[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== "string" || !/^\d+$/.test(v) || Number(v) < min) usage(`${label} takes a whole number${min > 0 ? ` of at least ${min}` : ""}, got '${v}'`);
+  return Number(v);
+}
+
+/** The service module for a name, or a usage error that suggests the nearest names. */
+function serviceOrUsage(name: string) {
+  const m = findService(name);
+  if (m) return m;
+  const short = name.replace(/^com\.vendor\.service\./, "");
+  const near = Object.keys(SERVICES).filter((n) => n.startsWith(short) || short.startsWith(n) || editDistance(n, short) <= 2);
+  usage(`unknown service ${name}${near.length ? ` (did you mean ${near.join(" or ")}?)` : ""}; 'devservices describe' lists them`);
+}
+
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+  return d[a.length]![b.length]!;
+}
+
 async function serve(argv: string[]) {
-  const { flags, rest } = parseArgs(argv, ["--bus", "--board", "--state-dir", "--log-level"], ["--check-responses"]);
-  const log = configureLogging((flags["--log-level"] as string) ?? "info");
-  const board = loadBoard(flags["--board"] as string | undefined);
-  const busAddress = resolveBusAddress(flags["--bus"] as string | undefined);
+  const { flags, rest } = cli(argv, {
+    bus: { type: "string" },
+    board: { type: "string" },
+    "state-dir": { type: "string" },
+    "log-level": { type: "string" },
+    "check-responses": { type: "boolean" },
+  });
+  for (const name of rest) serviceOrUsage(name);
+  const log = configureLogging(logLevel(flags, "info"));
+  const board = loadBoard(flags.board as string | undefined);
+  const busAddress = resolveBusAddress(flags.bus as string | undefined);
   const rt = await startRuntime({
     busAddress,
     board,
-    stateDir: (flags["--state-dir"] as string) ?? "/var/lib/devservices",
+    stateDir: (flags["state-dir"] as string) ?? "/var/lib/devservices",
     services: rest,
     log,
-    checkResponses: flags["--check-responses"] === true || undefined,
+    checkResponses: flags["check-responses"] === true || undefined,
   });
   log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName) }, "devservices ready");
   rt.server.onDisconnect.push(() => {
@@ -112,9 +143,21 @@ function untilSignal(): Promise<void> {
 }
 
 async function call(argv: string[]) {
-  const { flags, rest } = parseArgs(argv, ["--bus", "-n", "-w"], ["-i", "-f"]);
+  const { flags, rest } = cli(argv, {
+    bus: { type: "string" },
+    count: { type: "string", short: "n" },
+    wait: { type: "string", short: "w" },
+    interactive: { type: "boolean", short: "i" },
+    format: { type: "boolean", short: "f" },
+  });
   if (rest.length < 1 || rest.length > 2) usage("call takes URI [PAYLOAD]");
-  const { busName, method } = parseUri(rest[0]!);
+  let target: { busName: string; method: string };
+  try {
+    target = parseUri(rest[0]!);
+  } catch (e) {
+    usage((e as Error).message);
+  }
+  const { busName, method } = target;
   const text = rest[1] ?? "{}";
   let payload: Record<string, unknown> | undefined;
   try {
@@ -123,13 +166,12 @@ async function call(argv: string[]) {
   } catch {
     /* sent as it is: the service answers malformed JSON with its own error */
   }
-  const count = flags["-n"] !== undefined ? Number(flags["-n"]) : undefined;
-  if (count !== undefined && !(Number.isInteger(count) && count > 0)) usage("-n takes a positive whole number");
-  const waitMs = flags["-w"] !== undefined ? Number(flags["-w"]) : 25000;
-  const print = (m: unknown) => process.stdout.write(JSON.stringify(m, null, flags["-f"] ? 2 : undefined) + "\n");
+  const count = wholeNumber(flags, "count", "-n", 1);
+  const waitMs = wholeNumber(flags, "wait", "-w", 1) ?? 25000;
+  const print = (m: unknown) => process.stdout.write(JSON.stringify(m, null, flags.format ? 2 : undefined) + "\n");
   let client: BusClient;
   try {
-    client = await BusClient.connect(resolveBusAddress(flags["--bus"] as string | undefined), { timeoutMs: waitMs });
+    client = await BusClient.connect(resolveBusAddress(flags.bus as string | undefined), { timeoutMs: waitMs });
   } catch (e) {
     process.stderr.write(`devservices: cannot connect to the bus: ${(e as Error).message}\n`);
     process.exit(1);
@@ -137,23 +179,36 @@ async function call(argv: string[]) {
   try {
     if (payload?.subscribe === true) {
       let seen = 0;
+      let timedOut = false;
       let done!: () => void;
       const finished = new Promise<void>((r) => (done = r));
       const onMessage = (m: Record<string, unknown>) => {
         print(m);
         if (count !== undefined && ++seen >= count) done();
       };
-      const timer = !flags["-i"] ? setTimeout(() => done(), count !== undefined ? waitMs : waitMs) : undefined;
+      const timer = !flags.interactive
+        ? setTimeout(() => {
+            timedOut = true;
+            done();
+          }, waitMs)
+        : undefined;
       const sub = await client.subscribe(busName, method, payload, onMessage, { timeoutMs: waitMs });
       print(sub.first);
       seen++;
-      if (sub.first.subscribed !== true || (count !== undefined && seen >= count) || (count === undefined && !flags["-i"])) done();
+      const open = sub.first.subscribed === true;
+      if (!open || (count !== undefined && seen >= count) || (count === undefined && !flags.interactive)) done();
       process.once("SIGINT", () => done());
       process.once("SIGTERM", () => done());
       sub.ended.then(() => done());
       await finished;
       clearTimeout(timer);
       await sub.cancel();
+      if (count !== undefined && seen < count) {
+        const why = timedOut ? `within ${waitMs} ms` : open ? "before the subscription ended" : "(the call did not subscribe)";
+        process.stderr.write(`devservices: ${busName}/${method}: ${seen} of ${count} messages ${why}\n`);
+        client.close();
+        process.exit(1);
+      }
     } else {
       const { response, fd } = await client.callWithFd(busName, method, payload ?? text, { timeoutMs: waitMs });
       print(response);
@@ -169,15 +224,15 @@ async function call(argv: string[]) {
 }
 
 function describe(argv: string[]) {
-  const { flags, rest } = parseArgs(argv, [], ["--json"]);
+  const { flags, rest } = cli(argv, { json: { type: "boolean" } });
+  if (rest.length > 1) usage("describe takes at most one SERVICE");
   if (rest.length === 0) {
     const list = Object.values(SERVICES).map((m) => ({ name: m.spec.name, busName: m.spec.busName, description: m.spec.description }));
-    if (flags["--json"]) return console.log(JSON.stringify(list, null, 2));
+    if (flags.json) return console.log(JSON.stringify(list, null, 2));
     for (const s of list) console.log(`${s.busName}\n  ${s.description}\n`);
     return;
   }
-  const m = findService(rest[0]!);
-  if (!m) usage(`unknown service ${rest[0]}`);
+  const m = serviceOrUsage(rest[0]!);
   const methods = Object.entries(m.spec.api as Record<string, MethodSpec>).map(([name, spec]) => ({
     method: name,
     member: memberName(name),
@@ -187,7 +242,7 @@ function describe(argv: string[]) {
     request: z.toJSONSchema(spec.request, { io: "input", unrepresentable: "any" }),
     response: z.toJSONSchema(spec.response, { unrepresentable: "any" }),
   }));
-  if (flags["--json"]) return console.log(JSON.stringify({ busName: m.spec.busName, description: m.spec.description, methods }, null, 2));
+  if (flags.json) return console.log(JSON.stringify({ busName: m.spec.busName, description: m.spec.description, methods }, null, 2));
   console.log(`${m.spec.busName}\n  ${m.spec.description}\n`);
   for (const x of methods) {
     console.log(`${m.spec.busName}/${x.method}${x.subscribable ? "  (subscribable)" : ""}${x.passesFd ? "  (reply carries an fd)" : ""}`);
@@ -198,12 +253,13 @@ function describe(argv: string[]) {
 }
 
 async function demo(argv: string[]) {
-  const { flags } = parseArgs(argv, ["--board", "--state-dir", "--log-level"], []);
-  const log = configureLogging((flags["--log-level"] as string) ?? "warn");
-  const board = loadBoard(flags["--board"] as string | undefined);
+  const { flags, rest } = cli(argv, { board: { type: "string" }, "state-dir": { type: "string" }, "log-level": { type: "string" } });
+  if (rest.length) usage("demo takes no arguments besides its options");
+  const log = configureLogging(logLevel(flags, "warn"));
+  const board = loadBoard(flags.board as string | undefined);
   const bus = await startPrivateBus();
-  const ownStateDir = flags["--state-dir"] === undefined;
-  const stateDir = (flags["--state-dir"] as string) ?? mkdtempSync(join(tmpdir(), "devservices-demo-"));
+  const ownStateDir = flags["state-dir"] === undefined;
+  const stateDir = (flags["state-dir"] as string) ?? mkdtempSync(join(tmpdir(), "devservices-demo-"));
   if (board.services.includes("intent")) installDemoApplication(stateDir);
   let rt;
   try {

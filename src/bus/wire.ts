@@ -18,10 +18,22 @@ export function busNameOf(service: string): string {
   return service.includes(".") ? service : `com.vendor.service.${service}`;
 }
 
-/** Parses `luna://com.vendor.service.x/method/path` or `com.vendor.service.x/method/path`. */
+const BUS_NAME = /^[A-Za-z_-][A-Za-z0-9_-]*(\.[A-Za-z_-][A-Za-z0-9_-]*)+$/;
+const METHOD = /^[A-Za-z_][A-Za-z0-9_]*(\/[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+/**
+ * Parses `luna://com.vendor.service.x/method/path` or `com.vendor.service.x/method/path`;
+ * throws for anything else (another scheme, a name D-Bus would refuse, no method).
+ */
 export function parseUri(uri: string): { busName: string; method: string } {
-  const s = uri.replace(/^luna:\/\//, "");
+  const bad = (why: string) => new Error(`not a service URI: '${uri}' (${why}; expected [luna://]com.vendor.service.NAME/method)`);
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(uri);
+  if (scheme && scheme[1]!.toLowerCase() !== "luna") throw bad(`the scheme ${scheme[1]}:// is not luna://`);
+  const s = scheme ? uri.slice(scheme[0].length) : uri;
   const i = s.indexOf("/");
-  if (i <= 0 || i === s.length - 1) throw new Error(`not a service URI: ${uri} (expected com.vendor.service.NAME/method)`);
-  return { busName: s.slice(0, i), method: s.slice(i + 1) };
+  if (i <= 0 || i === s.length - 1) throw bad("no method");
+  const busName = s.slice(0, i), method = s.slice(i + 1);
+  if (busName.length > 255 || !BUS_NAME.test(busName)) throw bad(`'${busName}' is not a bus name`);
+  if (!METHOD.test(method)) throw bad(`'${method}' is not a method path`);
+  return { busName, method };
 }

@@ -82,6 +82,42 @@ test("usage errors exit 2", async () => {
   expect((await run("call", "-n", "zero", "a.b/c")).code).toBe(2);
 });
 
+test("usage errors name the problem: -w, URIs, log levels, unknown services with a suggestion", async () => {
+  const w = await run("call", "-w", "abc", "com.vendor.service.testautomation/ping");
+  expect(w.code).toBe(2);
+  expect(w.stderr).toContain("-w takes a whole number of at least 1, got 'abc'");
+  expect(w.stderr).not.toContain("NaN");
+  for (const uri of ["http://example.com/x", "com.vendor.service.testautomation", "nodots/ping", "com.vendor.service.x/", "com.vendor.service.x/a b"]) {
+    const r = await run("call", uri);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("not a service URI");
+  }
+  expect((await run("call", "http://example.com/x")).stderr).toContain("the scheme http:// is not luna://");
+  const d = await run("describe", "com.vendor.service.power");
+  expect(d.code).toBe(2);
+  expect(d.stderr).toContain("did you mean power2?");
+  const s = await run("serve", "--bus", env.bus.address, "power");
+  expect(s.code).toBe(2);
+  expect(s.stderr).toContain("did you mean power2?");
+  const l = await run("serve", "--bus", env.bus.address, "--log-level", "loud", "testautomation");
+  expect(l.code).toBe(2);
+  expect(l.stderr).toContain("unknown log level 'loud'");
+  expect((await run("call", "--frob", "com.vendor.service.testautomation/ping")).code).toBe(2);
+});
+
+test("call -n 2 that gets one message within -w says so and exits 1", async () => {
+  const r = await run("call", "-n", "2", "-w", "700", "com.vendor.service.testautomation/subscribeToEvents", '{"subscribe":true}');
+  expect(r.code).toBe(1);
+  expect(r.stdout.trim()).toBe('{"returnValue":true,"subscribed":true}');
+  expect(r.stderr).toContain("1 of 2 messages within 700 ms");
+});
+
+test("org.freedesktop.DBus.Properties.GetAll and Peer.Ping answer on a service path", async () => {
+  const out = await Bun.$`busctl --address=${env.bus.address} call com.vendor.service.testautomation /com/vendor/service/testautomation org.freedesktop.DBus.Properties GetAll s com.vendor.service.testautomation`.text();
+  expect(out.trim()).toBe("a{sv} 0");
+  await Bun.$`busctl --address=${env.bus.address} call com.vendor.service.testautomation /com/vendor/service/testautomation org.freedesktop.DBus.Peer Ping`.quiet();
+});
+
 test("--help documents every command", async () => {
   const r = await run("--help");
   for (const w of ["serve", "call", "describe", "demo", "-n COUNT", "--board", "--state-dir", "DEVSERVICES_BUS"]) expect(r.stdout).toContain(w);
@@ -123,7 +159,7 @@ test("demo starts a private bus with the board's services and prints how to reac
   expect(existsSync(stateDir)).toBe(false);
 });
 
-test("the binary runs without the source tree (it carries its bus reader worker)", async () => {
+test("the binary runs without the source tree (it carries the event source's poller thread)", async () => {
   // A private mount namespace hides src/ behind an empty tmpfs for this one call.
   const probe = await Bun.$`unshare -rm true`.nothrow().quiet();
   if (probe.exitCode !== 0) {
