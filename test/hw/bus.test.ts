@@ -19,7 +19,8 @@ guest("system bus", () => {
   });
 
   // The shipped binary, away from the source tree: it must carry everything it runs
-  // (its bus reader worker once came from the build machine's source path).
+  // (its event source's poller thread must come from inside the binary, not the build
+  // machine's source path).
   const serve = existsSync(BIN) ? test : test.skip;
   serve("devservices serves testautomation on it", async () => {
     const proc = Bun.spawn([BIN, "serve", "--bus", "system", "--state-dir", "/tmp/devservices-hw", "testautomation"], {
