@@ -37,8 +37,8 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) 
 }
 
 int main(int argc, char **argv) {
-  if (argc != 9) {
-    fprintf(stderr, "usage: %s ADDRESS DEST PATH IFACE MEMBER PAYLOAD N INFLIGHT\n", argv[0]);
+  if (argc != 9 && argc != 10) {
+    fprintf(stderr, "usage: %s ADDRESS DEST PATH IFACE MEMBER PAYLOAD N INFLIGHT [WARMUP]\n", argv[0]);
     return 2;
   }
   const char *addr = argv[1], *dest = argv[2], *path = argv[3], *iface = argv[4], *member = argv[5], *payload = argv[6];
@@ -52,9 +52,10 @@ int main(int argc, char **argv) {
   lat = calloc(n, sizeof *lat);
   /* cold: the first calls a freshly started service answers (reported on their own),
      then more warm-up before the measured runs */
-  enum { COLD = 200, WARMUP = 2000 };
+  enum { COLD = 200 };
+  int warmup = argc == 10 ? atoi(argv[9]) : 2000;
   double cold[COLD];
-  for (int i = 0; i < COLD + WARMUP; i++) {
+  for (int i = 0; i < COLD + warmup; i++) {
     sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
     double s = now_us();
     if (sd_bus_call_method(bus, dest, path, iface, member, &e, &rep, "s", payload) < 0) { fprintf(stderr, "call: %s\n", e.message); return 1; }
