@@ -258,6 +258,18 @@ export class BusServer {
     this.clients.get(s.caller.name)?.subscriptions.delete(s.serial);
   }
 
+  // One change published to many subscribers is the same object: serialize it once.
+  private lastPushed?: { message: Json; text: string };
+
+  private pushText(message: Json): string {
+    if (this.lastPushed?.message === message) return this.lastPushed.text;
+    const text = stringifyJson(message);
+    // Only within this tick: a service may change the object before a later push.
+    if (!this.lastPushed) queueMicrotask(() => (this.lastPushed = undefined));
+    this.lastPushed = { message, text };
+    return text;
+  }
+
   emitSubscriptionSignal(s: SubscriptionImpl, member: "Push" | "Ended", message?: Json) {
     this.send({
       type: SIGNAL,
@@ -266,7 +278,7 @@ export class BusServer {
       member,
       destination: s.caller.name,
       signature: member === "Push" ? "us" : "u",
-      body: member === "Push" ? [s.serial, stringifyJson(message)] : [s.serial],
+      body: member === "Push" ? [s.serial, this.pushText(message!)] : [s.serial],
     });
   }
 
