@@ -15,6 +15,7 @@ import { configureLogging } from "./core/log";
 import { SERVICES, findService } from "./services";
 import type { MethodSpec } from "./core/service";
 import { startRuntime } from "./runtime";
+import { SystemdNotifier } from "./ffi/sdnotify";
 import pkg from "../package.json" with { type: "json" };
 import demoViewer from "../recipes/apps/com.vendor.demo.viewer/viewer" with { type: "text" };
 import demoViewerInfo from "../recipes/apps/com.vendor.demo.viewer/appinfo.json" with { type: "json" };
@@ -125,12 +126,16 @@ async function serve(argv: string[]) {
     checkResponses: flags["check-responses"] === true || undefined,
   });
   log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName) }, "devservices ready");
+  // Under systemd (Type=notify): ready once every name is owned, watchdog pings, stopping.
+  const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
+  systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}`);
   rt.server.onDisconnect.push(() => {
     log.fatal("lost the bus; exiting");
     process.exit(1);
   });
   await untilSignal();
   log.info("stopping");
+  systemd.stopping();
   await rt.stop();
   process.exit(0);
 }
