@@ -1,15 +1,52 @@
 // Structured logs: pino JSON lines on stdout (the journal keeps them under systemd).
+// When stdout is the journal, each line starts with its syslog priority, "<N>{...}":
+// journald (SyslogLevelPrefix=yes, systemd's default) strips the prefix and stores N
+// as the entry's PRIORITY, so `journalctl -p warning` filters devservices' lines.
 import pino from "pino";
+import { fstatSync } from "node:fs";
 
 export type Logger = pino.Logger;
 
-let root: Logger = pino({ level: process.env.DEVSERVICES_LOG_LEVEL ?? "info", base: { pid: process.pid } });
+/** pino level -> syslog priority (sd-daemon(3): 2 crit, 3 err, 4 warning, 6 info, 7 debug). */
+export const JOURNAL_PRIORITY: Readonly<Record<number, number>> = { 10: 7, 20: 7, 30: 6, 40: 4, 50: 3, 60: 2 };
 
-export function configureLogging(level: string, destination?: number | string): Logger {
-  root = pino(
-    { level, base: { pid: process.pid } },
+/**
+ * Whether lines written to fd go to the journal: systemd sets JOURNAL_STREAM to the
+ * "device:inode" of the stream it connected to stdout/stderr (a child whose stdout
+ * is redirected inherits the variable but not the stream). DEVSERVICES_LOG_PRIORITY_PREFIX
+ * =1 or =0 forces the prefix on or off (another collector that parses "<N>").
+ */
+export function writesToJournal(fd: number | string | undefined = 1, env: Record<string, string | undefined> = process.env): boolean {
+  const force = env.DEVSERVICES_LOG_PRIORITY_PREFIX;
+  if (force === "1" || force === "0") return force === "1";
+  if (!env.JOURNAL_STREAM || typeof fd !== "number") return false;
+  const [dev, ino] = env.JOURNAL_STREAM.split(":");
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    return String(st.dev) === dev && String(st.ino) === ino;
+  } catch {
+    return false;
+  }
+}
+
+/** Prefixes a pino line (`{"level":30,...`) with its syslog priority. */
+export function withPriority(line: string): string {
+  const m = /^\{"level":(\d+)/.exec(line);
+  return `<${(m && JOURNAL_PRIORITY[Number(m[1])]) ?? 6}>${line}`;
+}
+
+function create(level: string, destination?: number | string): Logger {
+  const journal = writesToJournal(destination ?? 1);
+  return pino(
+    { level, base: { pid: process.pid }, ...(journal ? { hooks: { streamWrite: withPriority } } : {}) },
     destination === undefined ? undefined : pino.destination({ dest: destination, sync: true }),
   );
+}
+
+let root: Logger = create(process.env.DEVSERVICES_LOG_LEVEL ?? "info");
+
+export function configureLogging(level: string, destination?: number | string): Logger {
+  root = create(level, destination);
   return root;
 }
 
