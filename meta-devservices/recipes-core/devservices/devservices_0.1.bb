@@ -1,61 +1,170 @@
-SUMMARY = "devservices: the device services of the platform (intent, power, file cache, test automation, ...)"
-DESCRIPTION = "One executable hosting the platform's D-Bus services, with systemd units, \
-D-Bus policy, udev rules and board recipes."
+SUMMARY = "devservices: the platform's device services on D-Bus"
+DESCRIPTION = "One executable hosting the platform's D-Bus services (intent, power, \
+file cache, test automation, ...), with its systemd units, D-Bus system policy and \
+activation files, udev rules and board recipe."
 LICENSE = "CLOSED"
 
-# The executable is built outside bitbake with Bun (`bun run build`, or
-# `DEVSERVICES_TARGET=bun-linux-arm64 bun run build` for an arm64 board) and handed
-# to the recipe: point DEVSERVICES_DIST at the directory holding `devservices`, and
-# DEVSERVICES_SRC at the source tree (for the board recipes).
-DEVSERVICES_SRC ??= "${THISDIR}/../../.."
+# The executable is built outside bitbake, with Bun, which bitbake cannot run:
+#   x86-64:  DEVSERVICES_TARGET=bun-linux-x64 bun run build     -> dist/devservices-x64
+#   aarch64: DEVSERVICES_TARGET=bun-linux-arm64 bun run build   -> dist/devservices-arm64
+# The recipe fetches dist/devservices-<arch> from DEVSERVICES_DIST (file://, so a new
+# build changes the task checksums) and installs it as it is.
+# DEVSERVICES_SRC: the source tree (default: the one this layer is in).
+DEVSERVICES_LAYER_TOP := "${@os.path.normpath(os.path.join(d.getVar('THISDIR'), '../../..'))}"
+DEVSERVICES_SRC ??= "${DEVSERVICES_LAYER_TOP}"
 DEVSERVICES_DIST ??= "${DEVSERVICES_SRC}/dist"
-DEVSERVICES_BOARD ??= "virtual"
+DEVSERVICES_ARCH = "unsupported"
+DEVSERVICES_ARCH:x86-64 = "x64"
+DEVSERVICES_ARCH:aarch64 = "arm64"
+# Bun builds for 64-bit x86 and ARM only.
+COMPATIBLE_HOST = "(x86_64|aarch64).*-linux"
 
+# The board recipe (recipes/boards/<name>.json in DEVSERVICES_SRC) chosen by MACHINE:
+# DEVSERVICES_BOARD_MAP[<machine>] = "<board>", else "virtual". Set DEVSERVICES_BOARD
+# to choose one directly.
+DEVSERVICES_BOARD_MAP[raspberrypi4-64] = "rpi4"
+DEVSERVICES_BOARD_MAP[raspberrypi4] = "rpi4"
+DEVSERVICES_BOARD ??= "${@d.getVarFlag('DEVSERVICES_BOARD_MAP', d.getVar('MACHINE')) or 'virtual'}"
+DEVSERVICES_BOARD_FILE = "${DEVSERVICES_SRC}/recipes/boards/${DEVSERVICES_BOARD}.json"
+# The services the board runs (its "services" list), for the activation files and,
+# with DEVSERVICES_UNITS = "per-service", the instances enabled at boot.
+DEVSERVICES_SERVICES ??= "${@devservices_board_services(d)}"
+
+# "all-in-one": devservices.service hosts every service of the board in one process
+# (the default: meta-devservices/README.md, "Units"). "per-service": one
+# devservices@NAME.service per service.
+DEVSERVICES_UNITS ??= "all-in-one"
+
+FILESEXTRAPATHS:prepend = "${DEVSERVICES_DIST}:${DEVSERVICES_SRC}/recipes/boards:"
 SRC_URI = " \
-    file://devservices.service \
-    file://devservices@.service \
-    file://devservices.conf \
-    file://70-devservices.rules \
-    file://devservices.default \
+    file://devservices-${DEVSERVICES_ARCH} \
+    file://${DEVSERVICES_BOARD}.json \
+    file://systemd/ \
+    file://dbus/ \
+    file://udev/70-devservices.rules \
+    file://etc/devservices.env \
 "
 S = "${WORKDIR}"
 
-inherit systemd useradd
+inherit features_check systemd useradd
+REQUIRED_DISTRO_FEATURES = "systemd"
 
+def devservices_board_services(d):
+    import json
+    path = d.getVar('DEVSERVICES_BOARD_FILE')
+    bb.parse.mark_dependency(d, path)
+    try:
+        with open(path) as f:
+            return ' '.join(json.load(f).get('services', []))
+    except (OSError, ValueError):
+        return ''
+
+python () {
+    # Say what is missing instead of failing the whole parse in the fetcher.
+    import os
+    binary = os.path.join(d.getVar('DEVSERVICES_DIST'), 'devservices-' + d.getVar('DEVSERVICES_ARCH'))
+    board = d.getVar('DEVSERVICES_BOARD_FILE')
+    for f in (binary, board):
+        bb.parse.mark_dependency(d, f)
+    if d.getVar('DEVSERVICES_ARCH') == 'unsupported':
+        return  # COMPATIBLE_HOST skips the recipe
+    if not os.path.exists(binary):
+        raise bb.parse.SkipRecipe("no prebuilt executable %s: build it in %s with "
+            "DEVSERVICES_TARGET=bun-linux-%s bun run build, or set DEVSERVICES_DIST"
+            % (binary, d.getVar('DEVSERVICES_SRC'), d.getVar('DEVSERVICES_ARCH')))
+    if not os.path.exists(board):
+        raise bb.parse.SkipRecipe("no board recipe %s for MACHINE %s: add it, or set DEVSERVICES_BOARD"
+            % (board, d.getVar('MACHINE')))
+    if d.getVar('DEVSERVICES_UNITS') not in ('all-in-one', 'per-service'):
+        bb.fatal('DEVSERVICES_UNITS must be "all-in-one" or "per-service"')
+    if d.getVar('DEVSERVICES_UNITS') == 'per-service':
+        d.setVar('SYSTEMD_SERVICE:' + d.getVar('PN'),
+                 ' '.join('devservices@%s.service' % s for s in d.getVar('DEVSERVICES_SERVICES').split()))
+}
+
+# The service user and its groups. Callers' groups (D-Bus policy and the services'
+# own checks): devservices-net (nettools sethostname/createVlan/deleteVlan),
+# devservices-media (videooutput), devservices-gpio/-i2c/-spi/-uart (peripheralmanager).
+# Device groups (udev rules; the units add them with SupplementaryGroups=): gpio, i2c,
+# spi, plus base-passwd's video and dialout. The user is a member of none of them in
+# /etc/group, so each unit holds only the groups it names.
 USERADD_PACKAGES = "${PN}"
-GROUPADD_PARAM:${PN} = "--system devservices; --system gpio; --system i2c; --system spi"
+GROUPADD_PARAM:${PN} = "--system devservices; --system devservices-net; --system devservices-media; \
+    --system devservices-gpio; --system devservices-i2c; --system devservices-spi; --system devservices-uart; \
+    --system gpio; --system i2c; --system spi"
 USERADD_PARAM:${PN} = "--system --no-create-home --home-dir /var/lib/devservices --shell /sbin/nologin \
-    --gid devservices --groups gpio,i2c,spi,video,dialout devservices"
+    --gid devservices devservices"
 
 SYSTEMD_SERVICE:${PN} = "devservices.service"
 SYSTEMD_AUTO_ENABLE = "enable"
 
-RDEPENDS:${PN} = "dbus glibc"
-# The Bun runtime is linked into the executable; do not strip or split it.
+RDEPENDS:${PN} = "dbus"
+
+# The Bun runtime and the application bundle are one file: stripping it removes the
+# bundle, and there are no debug symbols to split off.
 INHIBIT_PACKAGE_STRIP = "1"
 INHIBIT_PACKAGE_DEBUG_SPLIT = "1"
 INSANE_SKIP:${PN} += "already-stripped ldflags textrel"
 
+do_configure[noexec] = "1"
+do_compile[noexec] = "1"
+
 do_install() {
     install -d ${D}${bindir}
-    install -m 0755 ${DEVSERVICES_DIST}/devservices ${D}${bindir}/devservices
+    install -m 0755 ${WORKDIR}/devservices-${DEVSERVICES_ARCH} ${D}${bindir}/devservices
 
+    if [ "${DEVSERVICES_UNITS}" = "per-service" ]; then
+        peripheral_unit=devservices@peripheralmanager.service
+        camera_unit=devservices@camera2.service
+    else
+        peripheral_unit=devservices.service
+        camera_unit=devservices.service
+    fi
+
+    # systemd units and the per-service drop-ins
     install -d ${D}${systemd_system_unitdir}
-    install -m 0644 ${WORKDIR}/devservices.service ${D}${systemd_system_unitdir}/
-    install -m 0644 ${WORKDIR}/devservices@.service ${D}${systemd_system_unitdir}/
+    install -m 0644 ${WORKDIR}/systemd/devservices.service ${WORKDIR}/systemd/devservices@.service \
+        ${D}${systemd_system_unitdir}/
+    for dropin in ${WORKDIR}/systemd/devservices@*.service.d; do
+        name=$(basename $dropin)
+        install -d ${D}${systemd_system_unitdir}/$name
+        install -m 0644 $dropin/devservices.conf ${D}${systemd_system_unitdir}/$name/
+    done
 
+    # D-Bus system policy: one file per bus name (prefix)
     install -d ${D}${datadir}/dbus-1/system.d
-    install -m 0644 ${WORKDIR}/devservices.conf ${D}${datadir}/dbus-1/system.d/devservices.conf
+    install -m 0644 ${WORKDIR}/dbus/*.conf ${D}${datadir}/dbus-1/system.d/
 
+    # D-Bus activation: a call to a service of the board starts the unit hosting it
+    install -d ${D}${datadir}/dbus-1/system-services
+    for service in ${DEVSERVICES_SERVICES}; do
+        if [ "${DEVSERVICES_UNITS}" = "per-service" ]; then unit=devservices@$service.service; else unit=devservices.service; fi
+        sed -e "s/@BUSNAME@/com.vendor.service.$service/" -e "s/@UNIT@/$unit/" \
+            ${WORKDIR}/dbus/activation.service.in > ${D}${datadir}/dbus-1/system-services/com.vendor.service.$service.service
+        chmod 0644 ${D}${datadir}/dbus-1/system-services/com.vendor.service.$service.service
+    done
+
+    # udev: device groups, and the unit to start when a peripheral or camera appears
     install -d ${D}${nonarch_base_libdir}/udev/rules.d
-    install -m 0644 ${WORKDIR}/70-devservices.rules ${D}${nonarch_base_libdir}/udev/rules.d/
+    sed -e "s/@PERIPHERAL_UNIT@/$peripheral_unit/g" -e "s/@CAMERA_UNIT@/$camera_unit/g" \
+        ${WORKDIR}/udev/70-devservices.rules > ${D}${nonarch_base_libdir}/udev/rules.d/70-devservices.rules
+    chmod 0644 ${D}${nonarch_base_libdir}/udev/rules.d/70-devservices.rules
 
-    install -d ${D}${sysconfdir}/default
-    install -m 0644 ${WORKDIR}/devservices.default ${D}${sysconfdir}/default/devservices
-    sed -i -e 's/@BOARD@/${DEVSERVICES_BOARD}/' ${D}${sysconfdir}/default/devservices
-
+    # configuration (/etc/devservices) and the board recipe; state is /var/lib/devservices
+    # (StateDirectory= of the units), so /usr stays read-only
+    install -d ${D}${sysconfdir}/devservices/boards
+    sed -e "s/@BOARD@/${DEVSERVICES_BOARD}/" ${WORKDIR}/etc/devservices.env > ${D}${sysconfdir}/devservices/devservices.env
+    chmod 0644 ${D}${sysconfdir}/devservices/devservices.env
     install -d ${D}${datadir}/devservices/boards ${D}${datadir}/devservices/applications
-    install -m 0644 ${DEVSERVICES_SRC}/recipes/boards/*.json ${D}${datadir}/devservices/boards/
+    install -m 0644 ${WORKDIR}/${DEVSERVICES_BOARD}.json ${D}${datadir}/devservices/boards/
 }
 
-FILES:${PN} += "${systemd_system_unitdir} ${datadir}/dbus-1 ${nonarch_base_libdir}/udev ${datadir}/devservices"
+FILES:${PN} += " \
+    ${systemd_system_unitdir} \
+    ${datadir}/dbus-1/system.d \
+    ${datadir}/dbus-1/system-services \
+    ${nonarch_base_libdir}/udev/rules.d \
+    ${sysconfdir}/devservices \
+    ${datadir}/devservices \
+"
+CONFFILES:${PN} = "${sysconfdir}/devservices/devservices.env"
