@@ -1,8 +1,10 @@
-// FileCache.conf and the board recipe's serviceConfig.filecache: one loader.
-// Options and defaults: docs/services/filecache.md. Values from the file override
-// those of the recipe, which override the defaults.
-import { existsSync, readFileSync } from "node:fs";
+// The file cache's options (docs/services/filecache.md): FileCache.conf and the
+// board recipe's serviceConfig.filecache, read by the platform's one loader
+// (src/core/config.ts). Values from the file override those of the recipe, which
+// override the defaults.
 import { isAbsolute, join, resolve } from "node:path";
+import { z } from "zod";
+import { loadConfig as loadServiceConfig, parseKeyValue, type KeyValueFormat } from "../../core/config";
 import type { Logger } from "../../core/log";
 
 export const BLOCK = 4096;
@@ -21,17 +23,6 @@ export interface FileCacheConfig {
   defaultLifetime: number;
 }
 
-type Kind = "path" | "bytes" | "int";
-const OPTIONS: Record<string, Kind> = {
-  cacheDirectory: "path",
-  metadataFile: "path",
-  totalCacheSpace: "bytes",
-  copyDirectory: "path",
-  defaultSize: "bytes",
-  defaultCost: "int",
-  defaultLifetime: "int",
-};
-
 const UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
 
 /** "104857600", "100M", "64 KiB" -> bytes. */
@@ -44,55 +35,68 @@ export function parseBytes(v: unknown): number | null {
   return Number.isSafeInteger(n) ? n : null;
 }
 
+/** `name value` (or `name = value`) lines; `#` starts a comment anywhere. */
+const FORMAT: KeyValueFormat = { separator: "loose", inlineComments: true, unquote: true };
+
 /** Lines of `name value` (or `name = value`); `#` starts a comment. */
 export function parseConfFile(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const raw of text.split("\n")) {
-    const line = raw.replace(/#.*/, "").trim();
-    if (!line || /^\[.*\]$/.test(line)) continue;
-    const m = line.match(/^([A-Za-z][\w.]*)\s*(?:=|:|\s)\s*(.*)$/);
-    if (m) out[m[1]!] = m[2]!.trim().replace(/^"(.*)"$/, "$1");
-  }
+  for (const e of parseKeyValue(text, FORMAT).entries) out[e.key] = e.value;
   return out;
 }
+
+/** An empty value means "not set": the recipe's value or the default applies. */
+const unsetIfEmpty = (v: unknown) => (v === "" ? undefined : v);
+const path = (dflt: string) => z.preprocess(unsetIfEmpty, z.string().refine(isAbsolute, "must be an absolute path").default(dflt));
+const wholeNumber = "must be a non-negative whole number";
+const bytes = (dflt: number) =>
+  z.preprocess((v) => (v === "" || v === undefined ? undefined : (parseBytes(v) ?? v)), z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber).default(dflt));
+const int = (dflt: number, max?: number) => {
+  let n = z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber);
+  if (max !== undefined) n = n.max(max, `must be 0 to ${max}`);
+  return z.preprocess((v) => (v === "" || v === undefined ? undefined : typeof v === "string" ? Number(v.trim()) : v), n.default(dflt));
+};
+
+/** Every option, with the defaults under the service's state directory. */
+export const fileCacheOptions = (stateDir: string) =>
+  z.object({
+    configFile: z.string().nullable().optional(),
+    cacheDirectory: path(join(stateDir, "cache")),
+    metadataFile: path(join(stateDir, "filecache.db")),
+    totalCacheSpace: bytes(100 * 1024 * 1024),
+    copyDirectory: path(join(stateDir, "copies")),
+    defaultSize: bytes(0),
+    defaultCost: int(1, 100),
+    defaultLifetime: int(0),
+  });
+
+/** What FileCache.conf may set (`configFile` is the recipe's alone). */
+const FILE_KEYS = ["cacheDirectory", "metadataFile", "totalCacheSpace", "copyDirectory", "defaultSize", "defaultCost", "defaultLifetime"] as const;
 
 export function loadConfig(recipe: Record<string, unknown>, stateDir: string, log: Logger): FileCacheConfig {
   const explicit = typeof recipe.configFile === "string" && recipe.configFile !== "";
   const file = explicit ? resolve(recipe.configFile as string) : recipe.configFile === null ? null : DEFAULT_CONFIG_FILE;
-  const values: Record<string, unknown> = {};
-  for (const k of Object.keys(OPTIONS)) if (recipe[k] !== undefined) values[k] = recipe[k];
-  let used: string | null = null;
-  if (file && existsSync(file)) {
-    const fromFile = parseConfFile(readFileSync(file, "utf8"));
-    for (const [k, v] of Object.entries(fromFile)) {
-      if (k in OPTIONS) values[k] = v;
-      else log.warn({ file, option: k }, "unknown FileCache.conf option ignored");
-    }
-    used = file;
-  } else if (explicit) {
-    log.warn({ file }, "FileCache.conf not found; using the recipe's values and the defaults");
-  }
-  const get = <T>(name: string, kind: Kind, dflt: T): T | string | number => {
-    const v = values[name];
-    if (v === undefined || v === "") return dflt;
-    if (kind === "path") {
-      if (typeof v !== "string" || !isAbsolute(v)) throw new Error(`filecache option ${name} must be an absolute path, got ${JSON.stringify(v)}`);
-      return v;
-    }
-    const n = kind === "bytes" ? parseBytes(v) : typeof v === "number" ? v : Number(String(v).trim());
-    if (n === null || !Number.isSafeInteger(n) || n < 0) throw new Error(`filecache option ${name} must be a non-negative whole number, got ${JSON.stringify(v)}`);
-    return n;
+  const r = loadServiceConfig({
+    service: "filecache",
+    schema: fileCacheOptions(stateDir),
+    section: recipe,
+    file,
+    format: FORMAT,
+    fileKeys: FILE_KEYS,
+    // A value the service cannot use stops it from starting: it owns the directories.
+    onInvalid: "throw",
+  });
+  for (const p of r.problems) log.warn({ file: r.file }, `FileCache.conf: ${p}; ignored`);
+  if (r.missing && explicit) log.warn({ file }, "FileCache.conf not found; using the recipe's values and the defaults");
+  const o = r.config;
+  return {
+    configFile: r.file,
+    cacheDirectory: o.cacheDirectory,
+    metadataFile: o.metadataFile,
+    totalCacheSpace: Math.floor(o.totalCacheSpace / BLOCK) * BLOCK,
+    copyDirectory: o.copyDirectory,
+    defaultSize: o.defaultSize,
+    defaultCost: o.defaultCost,
+    defaultLifetime: o.defaultLifetime,
   };
-  const cfg: FileCacheConfig = {
-    configFile: used,
-    cacheDirectory: get("cacheDirectory", "path", join(stateDir, "cache")) as string,
-    metadataFile: get("metadataFile", "path", join(stateDir, "filecache.db")) as string,
-    totalCacheSpace: Math.floor((get("totalCacheSpace", "bytes", 100 * 1024 * 1024) as number) / BLOCK) * BLOCK,
-    copyDirectory: get("copyDirectory", "path", join(stateDir, "copies")) as string,
-    defaultSize: get("defaultSize", "bytes", 0) as number,
-    defaultCost: get("defaultCost", "int", 1) as number,
-    defaultLifetime: get("defaultLifetime", "int", 0) as number,
-  };
-  if (cfg.defaultCost > 100) throw new Error(`filecache option defaultCost must be 0 to 100, got ${cfg.defaultCost}`);
-  return cfg;
 }

@@ -1,17 +1,12 @@
-// The power configuration file (spec: "the timeout is a config option in the power
-// configuration file, default 15 minutes, format HH:MM:SS"). Format and options:
-// docs/services/power.md.
-import { existsSync, readFileSync } from "node:fs";
+// The power service's options (docs/services/power.md), read by the platform's one
+// loader (src/core/config.ts): the board recipe's serviceConfig.power2 and the power
+// configuration file (spec: "the timeout is a config option in the power
+// configuration file, default 15 minutes, format HH:MM:SS"), whose values win.
+import { z } from "zod";
+import { configFromText, loadConfig, type ConfigSource, type KeyValueFormat } from "../../core/config";
 
 export const DEFAULT_CONFIG_FILE = "/etc/devservices/power.conf";
 export const DEFAULT_TRANSITION_TIMEOUT_S = 15 * 60;
-
-export interface PowerConfig {
-  /** How long a transition waits for client votes before it proceeds, in seconds. */
-  transitionTimeoutS: number;
-  /** The network name the garage variant needs (empty: garage never entered). */
-  garageNetworkName: string;
-}
 
 /** `HH:MM:SS` to seconds; undefined when the text is not that format. */
 export function parseHms(text: string): number | undefined {
@@ -20,37 +15,62 @@ export function parseHms(text: string): number | undefined {
   return Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]);
 }
 
-/**
- * Reads `Key=Value` lines (`#` and `;` comments and `[section]` headers are
- * ignored). Problems are returned, not thrown: the service keeps the defaults.
- */
+const hms = z
+  .string()
+  .refine((s) => parseHms(s) !== undefined, "must be HH:MM:SS")
+  .transform((s) => parseHms(s)!);
+
+/** Every option: the recipe's (lower camel case) and the file's (`Key=Value`). */
+export const PowerOptions = z.object({
+  configFile: z.string().default(DEFAULT_CONFIG_FILE),
+  backend: z.enum(["auto", "logind", "syscall", "virtual"]).default("auto"),
+  logindBus: z.string().optional(),
+  netSysfs: z.string().default("/sys/class/net"),
+  /** How long a transition waits for client votes before it proceeds, in seconds. */
+  TransitionTimeout: hms.default(DEFAULT_TRANSITION_TIMEOUT_S),
+  /** The network name the garage variant needs (empty: garage never entered). */
+  GarageNetworkName: z.string().default(""),
+});
+export type PowerOptionsT = z.output<typeof PowerOptions>;
+
+/** What power.conf may set. */
+const FILE_KEYS = ["TransitionTimeout", "GarageNetworkName"] as const;
+/** `Key=Value`; `#` and `;` comment lines and `[section]` headers are ignored. */
+const FORMAT: KeyValueFormat = { separator: "equals" };
+
+export interface PowerConfig {
+  /** How long a transition waits for client votes before it proceeds, in seconds. */
+  transitionTimeoutS: number;
+  /** The network name the garage variant needs (empty: garage never entered). */
+  garageNetworkName: string;
+}
+
+const source = (section: Record<string, unknown>, file: string | null): ConfigSource<typeof PowerOptions> => ({
+  service: "power2",
+  schema: PowerOptions,
+  section,
+  file,
+  format: FORMAT,
+  fileKeys: FILE_KEYS,
+  // A bad line of the file is logged and the default kept: the service still starts.
+  onInvalid: "default",
+});
+
+/** The service's options from its recipe section and the file that section names. */
+export function loadPowerOptions(section: Record<string, unknown>) {
+  const file = typeof section.configFile === "string" ? section.configFile : DEFAULT_CONFIG_FILE;
+  return loadConfig(source(section, file));
+}
+
+const fileView = (o: PowerOptionsT): PowerConfig => ({ transitionTimeoutS: o.TransitionTimeout, garageNetworkName: o.GarageNetworkName });
+
+/** The file's text alone: its two options, and its problems (returned, not thrown). */
 export function parsePowerConfig(text: string): { config: PowerConfig; problems: string[] } {
-  const config: PowerConfig = { transitionTimeoutS: DEFAULT_TRANSITION_TIMEOUT_S, garageNetworkName: "" };
-  const problems: string[] = [];
-  for (const [i, raw] of text.split("\n").entries()) {
-    const line = raw.trim();
-    if (!line || line.startsWith("#") || line.startsWith(";") || line.startsWith("[")) continue;
-    const eq = line.indexOf("=");
-    if (eq <= 0) {
-      problems.push(`line ${i + 1}: expected Key=Value`);
-      continue;
-    }
-    const key = line.slice(0, eq).trim();
-    const value = line.slice(eq + 1).trim();
-    if (key === "TransitionTimeout") {
-      const s = parseHms(value);
-      if (s === undefined) problems.push(`line ${i + 1}: TransitionTimeout must be HH:MM:SS, got '${value}'`);
-      else config.transitionTimeoutS = s;
-    } else if (key === "GarageNetworkName") {
-      config.garageNetworkName = value;
-    } else {
-      problems.push(`line ${i + 1}: unknown option ${key}`);
-    }
-  }
-  return { config, problems };
+  const { config, problems } = configFromText(source({}, null), text);
+  return { config: fileView(config), problems };
 }
 
 export function loadPowerConfig(file: string): { config: PowerConfig; problems: string[]; found: boolean } {
-  if (!existsSync(file)) return { ...parsePowerConfig(""), found: false };
-  return { ...parsePowerConfig(readFileSync(file, "utf8")), found: true };
+  const r = loadConfig(source({}, file));
+  return { config: fileView(r.config), problems: r.problems, found: r.file !== null };
 }

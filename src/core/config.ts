@@ -1,0 +1,141 @@
+// The one configuration loader. A service's options are one zod schema; values come
+// from the board recipe's section for the service (`serviceConfig.<name>`, the
+// context's `config`) and, for services that have one, a `Key=Value` file (by
+// default in /etc/devservices). The file's values win over the recipe's, which win
+// over the schema's defaults, so a device's file can override its board.
+import { existsSync, readFileSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { z } from "zod";
+
+/** Where configuration files live on a device. */
+export const CONFIG_DIR = "/etc/devservices";
+
+/** A file of CONFIG_DIR by name; an absolute path is kept as it is. */
+export const configPath = (file: string) => (isAbsolute(file) ? file : join(CONFIG_DIR, file));
+
+export interface KeyValueFormat {
+  /**
+   * `equals`: `Key=Value` only (a line without `=` is a problem). `loose`: also
+   * `name value` and `name: value` (the original file cache daemon's format).
+   */
+  separator?: "equals" | "loose";
+  /** `#` starts a comment anywhere on a line, not only at its start. */
+  inlineComments?: boolean;
+  /** A value in double quotes loses them. */
+  unquote?: boolean;
+}
+
+export interface KeyValueEntry {
+  key: string;
+  value: string;
+  /** 1-based line number, for messages. */
+  line: number;
+}
+
+/**
+ * Reads `Key=Value` lines. Blank lines, lines starting with `#` or `;`, and
+ * `[section]` headers are skipped. Problems are returned, never thrown.
+ */
+export function parseKeyValue(text: string, format: KeyValueFormat = {}): { entries: KeyValueEntry[]; problems: string[] } {
+  const entries: KeyValueEntry[] = [];
+  const problems: string[] = [];
+  for (const [i, raw] of text.split("\n").entries()) {
+    const line = (format.inlineComments ? raw.replace(/#.*/, "") : raw).trim();
+    if (!line || line.startsWith("#") || line.startsWith(";") || line.startsWith("[")) continue;
+    let key: string | undefined;
+    let value = "";
+    if (format.separator === "loose") {
+      const m = line.match(/^([A-Za-z][\w.]*)\s*(?:=|:|\s)\s*(.*)$/);
+      if (m) [key, value] = [m[1]!, m[2]!.trim()];
+    } else {
+      const eq = line.indexOf("=");
+      if (eq > 0) [key, value] = [line.slice(0, eq).trim(), line.slice(eq + 1).trim()];
+    }
+    if (!key) {
+      problems.push(`line ${i + 1}: expected ${format.separator === "loose" ? "name value" : "Key=Value"}`);
+      continue;
+    }
+    if (format.unquote) value = value.replace(/^"(.*)"$/, "$1");
+    entries.push({ key, value, line: i + 1 });
+  }
+  return { entries, problems };
+}
+
+export interface ConfigSource<S extends z.ZodObject<any>> {
+  /** The service's short name, for messages. */
+  service: string;
+  /** Every option with its type and default. */
+  schema: S;
+  /** The board recipe's section for the service (`ctx.config`). */
+  section?: Record<string, unknown>;
+  /** The `Key=Value` file (a name in CONFIG_DIR or an absolute path); null or absent: none. */
+  file?: string | null;
+  format?: KeyValueFormat;
+  /** The schema keys the file may set; another key in the file is reported as unknown. */
+  fileKeys?: readonly string[];
+  /**
+   * A value in the file that its schema refuses: `throw` stops the service from
+   * starting; `default` reports it and keeps the recipe's value or the default.
+   * A value in the recipe that its schema refuses always throws.
+   */
+  onInvalid?: "throw" | "default";
+}
+
+export interface LoadedConfig<T> {
+  config: T;
+  /** The file the values were read from (null: none was read). */
+  file: string | null;
+  /** A file was named but does not exist. */
+  missing: boolean;
+  /** What was wrong in the file and was left out (`line N: ...`). */
+  problems: string[];
+}
+
+/** The file's text, parsed and checked against the keys it may set. */
+export function readConfigFile(text: string, o: { format?: KeyValueFormat; fileKeys?: readonly string[] }) {
+  const { entries, problems } = parseKeyValue(text, o.format);
+  const known: KeyValueEntry[] = [];
+  for (const e of entries) {
+    if (o.fileKeys && !o.fileKeys.includes(e.key)) problems.push(`line ${e.line}: unknown option ${e.key}`);
+    else known.push(e);
+  }
+  return { entries: known, problems };
+}
+
+/** Loads a service's options from its recipe section and file (see ConfigSource). */
+export function loadConfig<S extends z.ZodObject<any>>(src: ConfigSource<S>): LoadedConfig<z.output<S>> {
+  const path = src.file ? configPath(src.file) : null;
+  const found = path !== null && existsSync(path);
+  const text = found ? readFileSync(path, "utf8") : "";
+  return { ...configFromText(src, found ? text : undefined, path), file: found ? path : null, missing: path !== null && !found };
+}
+
+/** loadConfig() with the file's text given (undefined: no file). */
+export function configFromText<S extends z.ZodObject<any>>(
+  src: ConfigSource<S>,
+  text: string | undefined,
+  origin: string | null = null,
+): { config: z.output<S>; problems: string[] } {
+  const section = { ...(src.section ?? {}) };
+  const { entries, problems } = text === undefined ? { entries: [], problems: [] } : readConfigFile(text, src);
+  const fromFile = new Map<string, KeyValueEntry>();
+  for (const e of entries) fromFile.set(e.key, e); // the last line of a key wins
+  const merged: Record<string, unknown> = { ...section };
+  for (const [k, e] of fromFile) merged[k] = e.value;
+  for (;;) {
+    const r = src.schema.safeParse(merged);
+    if (r.success) return { config: r.data, problems: problems.sort((a, b) => lineOf(a) - lineOf(b)) };
+    const issue = r.error.issues[0]!;
+    const key = String(issue.path[0] ?? "");
+    const e = fromFile.get(key);
+    if (!e) throw new Error(`serviceConfig.${src.service} is invalid: ${z.prettifyError(r.error)}`);
+    const what = `${e.key} ${issue.message}, got '${e.value}'`;
+    if (src.onInvalid !== "default") throw new Error(`${src.service} configuration${origin ? ` ${origin}` : ""}, line ${e.line}: ${what}`);
+    problems.push(`line ${e.line}: ${what}`);
+    fromFile.delete(key);
+    if (key in section) merged[key] = section[key];
+    else delete merged[key];
+  }
+}
+
+const lineOf = (problem: string) => Number(/^line (\d+)/.exec(problem)?.[1] ?? 0);
