@@ -3,6 +3,7 @@
 import { test, expect, beforeAll, afterAll, describe } from "bun:test";
 import { testEnv, spawnScript, eventually, type Env } from "../helpers/harness";
 import type { BusClient } from "../../src/bus/client";
+import testautomation from "../../src/services/testautomation/service";
 
 const TA = "com.vendor.service.testautomation";
 let env: Env;
@@ -95,6 +96,16 @@ describe("with a running application", () => {
     await a.waitFor((l) => l === "broadcast ", 3000);
   });
 
+  test("broadcastCommand answers true whatever it is given: a non-string command goes out as the empty command", async () => {
+    const before = a.lines.filter((l) => l === "broadcast ").length;
+    for (const command of [42, null, { x: 1 }, ["a"], false])
+      expect([command, await c.call(TA, "broadcastCommand", { command })]).toEqual([command, { returnValue: true }]);
+    await eventually(() => a.lines.filter((l) => l === "broadcast ").length === before + 5, 3000);
+    // Not even a JSON object: still true, nothing is sent.
+    expect(await c.call(TA, "broadcastCommand", "[1,2]")).toEqual({ returnValue: true });
+    expect(await c.call(TA, "broadcastCommand", "{not json")).toEqual({ returnValue: true });
+  });
+
   test("notifyEvent goes to subscribeToEvents subscribers; stageActivate marks the stage active", async () => {
     const got: any[] = [];
     const sub = await c.subscribe(TA, "subscribeToEvents", {}, (m) => got.push(m));
@@ -175,6 +186,44 @@ describe("errors and observed behaviors", () => {
       errorText: "Parameter is missing: stageId",
     });
   });
+  test("a present field of the wrong type is not 'Parameter is missing': its own row, else Invalid JSON message", async () => {
+    const invalid = { returnValue: false, errorCode: 4, errorText: "Invalid JSON message" };
+    expect(await c.call(TA, "notifyEvent", { stageId: 1, type: 5 })).toEqual(invalid);
+    expect(await c.call(TA, "subscribeToCommands", { subscribe: true, appInfo: { id: "a" }, name: 5, scene: "s", type: "t" })).toEqual(invalid);
+    expect(await c.call(TA, "subscribeToCommands", { subscribe: true, appInfo: { id: "a" }, name: "n", scene: "s", type: "t", width: "wide" })).toEqual(invalid);
+    expect(await c.call(TA, "replyToCommand", { stageId: 1, teCommandId: 1, command: "getItems", queue: "x" })).toEqual(invalid);
+    expect(await c.call(TA, "ping", { Message: 7 })).toEqual(invalid);
+    // Fields with a row of their own.
+    expect(await c.call(TA, "subscribeToEvents", { subscribe: "yes" })).toEqual({ returnValue: false, errorCode: -1, errorText: "Not a subscription message" });
+    expect(await c.call(TA, "replyToCommand", { stageId: 1, teCommandId: "x", command: "getItems", queue: [] })).toEqual({
+      returnValue: false,
+      errorCode: -1,
+      errorText: "Command ID is invalid",
+    });
+    expect(await c.call(TA, "replyToCommand", { stageId: 1, teCommandId: 1, command: 3, queue: [] })).toEqual({
+      returnValue: false,
+      errorCode: 0,
+      errorText: "command name is not specified",
+    });
+    // Missing stays missing, at any depth of the field it names.
+    expect(await c.call(TA, "notifyEvent", { type: "x" })).toEqual({ returnValue: false, errorCode: -1, errorText: "Parameter is missing: stageId" });
+  });
+
+  test("ids are Numbers (spec): a fraction names no stage and no command", async () => {
+    expect(await c.call(TA, "notifyEvent", { stageId: 1.5, type: "x" })).toEqual({ returnValue: false, errorCode: -1, errorText: "Invalid Stage ID" });
+    expect(await c.call(TA, "replyToCommand", { stageId: 1, teCommandId: 1.5, command: "getItems", queue: [] })).toEqual({
+      returnValue: false,
+      errorCode: -1,
+      errorText: "Command ID is invalid",
+      teCommandId: 1.5,
+    });
+  });
+
+  test("an internal failure is answered with the table's code -1 and one of its texts (not 'Unknown error')", () => {
+    const r = testautomation.spec.internalError("handleRequest", new Error("boom"));
+    expect(r).toEqual({ errorCode: -1, errorText: "Invalid JSON message" });
+  });
+
   test("Invalid Stage ID", async () => {
     const bad = { returnValue: false, errorCode: -1, errorText: "Invalid Stage ID" };
     expect(await c.call(TA, "notifyEvent", { stageId: 9999, type: "stageActivate" })).toEqual(bad);
@@ -212,6 +261,8 @@ describe("stage lifetime", () => {
     await eventually(() => events.some((e) => e.type === "stageRemoved" && e.stageId === a.stageId), 1000, 10);
     expect(performance.now() - t0).toBeLessThan(1000);
     expect(env.rt!.server.stats().subscriptions).toBe(before.subscriptions - 1);
+    // The stage was the nub's lease; it went with its subscription.
+    expect(env.rt!.server.stats().leases).toBe(before.leases - 1);
     expect(await c.call(TA, "notifyEvent", { stageId: a.stageId, type: "x" })).toEqual({ returnValue: false, errorCode: -1, errorText: "Invalid Stage ID" });
     await sub.cancel();
     await eventually(() => env.rt!.server.stats().subscriptions === before.subscriptions - 2);

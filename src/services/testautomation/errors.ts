@@ -1,6 +1,8 @@
 // UI test automation errors (spec part 1, "Errors": UI test automation service).
+import type { ErrorRow } from "../../core/errors";
+
 export const E = {
-  missing: (param: string) => ({ code: -1, text: `Parameter is missing: ${param}` }),
+  missing: (param: string): ErrorRow => ({ code: -1, text: `Parameter is missing: ${param}` }),
   notSubscription: { code: -1, text: "Not a subscription message" },
   badCommandId: { code: -1, text: "Command ID is invalid" },
   badStage: { code: -1, text: "Invalid Stage ID" },
@@ -8,7 +10,12 @@ export const E = {
   /** Observed behaviors 3 and 5: code 0. */
   noCommandName: { code: 0, text: "command name is not specified" },
   /** Observed behavior 2: code 0. */
-  unknownCommand: (name: string) => ({ code: 0, text: `command '${name}' is unknown` }),
-  /** Observed behavior 6. */
+  unknownCommand: (name: string): ErrorRow => ({ code: 0, text: `command '${name}' is unknown` }),
+  /** Observed behavior 6: malformed JSON. Also a well-formed message whose fields have the wrong types. */
   invalidJson: { code: 4, text: "Invalid JSON message" },
-} as const;
+  /**
+   * A failure inside the service: the table's general code (-1) with the text of its
+   * row for a message that could not be processed; code 4 stays malformed JSON's.
+   */
+  internal: { code: -1, text: "Invalid JSON message" },
+} as const satisfies Record<string, ErrorRow | ((s: string) => ErrorRow)>;

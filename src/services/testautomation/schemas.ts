@@ -31,12 +31,13 @@ export const ApplicationInformation = z.object({
   id: z.string(),
 });
 const Response = z.looseObject(base);
-const stageId = z.number().int();
+/** Spec: Number. Stage and command IDs are whole numbers; any other number names none ("Invalid Stage ID", "Command ID is invalid"). */
+const stageId = z.number();
 
 export const api = {
   broadcastCommand: {
-    summary: "Sends a command to every nub; always succeeds.",
-    request: z.looseObject({ command: z.string().optional() }),
+    summary: "Sends a command to every nub; always succeeds (an absent, empty or non-string command is sent as the empty command).",
+    request: z.looseObject({ command: z.unknown().optional().describe("string; empty or absent accepted") }),
     response: z.object({ returnValue: z.literal(true) }),
   },
   handleRequest: {
@@ -61,7 +62,7 @@ export const api = {
   },
   replyToCommand: {
     summary: "A nub answers a redirected command; queue holds one result object per executed command.",
-    request: z.looseObject({ stageId, teCommandId: z.number().int(), command: z.string(), queue: z.array(z.unknown()) }),
+    request: z.looseObject({ stageId, teCommandId: z.number(), command: z.string(), queue: z.array(z.unknown()) }),
     response: Response.extend({ teCommandId: z.number().optional() }),
   },
   subscribeToCommands: {

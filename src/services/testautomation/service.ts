@@ -1,8 +1,12 @@
 // UI test automation service (spec part 1). Clients send commands; nubs (agents in
 // the applications, see nub.ts) subscribe for them and answer with replyToCommand.
-// Stage lifetime and timeouts: docs/decisions.md "Test automation".
-import { fail, ServiceError, type Json } from "../../core/errors";
-import { defineService, type Subscription, type Caller } from "../../core/service";
+// A stage is a lease of its nub bound to the nub's subscribeToCommands call, so it
+// goes when that call ends (cancel, disconnect). Stage lifetime and timeouts:
+// docs/decisions.md "Test automation".
+import { z } from "zod";
+import { raise, ok, ServiceError, type ErrorRow, type Json } from "../../core/errors";
+import { defineService, type ResponseOf } from "../../core/service";
+import { loadConfig } from "../../core/config";
 import { api } from "./schemas";
 import { E } from "./errors";
 import pkg from "../../../package.json" with { type: "json" };
@@ -11,6 +15,14 @@ import pkg from "../../../package.json" with { type: "json" };
 const MAPPED = new Set(["getRunningAppsAndStages", "getApplicationInformation"]);
 /** Commands the nub protocol defines (nub.ts); an unknown one with no stage is refused here. */
 const STAGE_COMMANDS = new Set(["getItems", "commandsBatch"]);
+
+/** serviceConfig.testautomation (docs/services/testautomation.md). */
+const Options = z.object({ replyTimeoutMs: z.number().positive().default(10000) });
+
+/** Topic keys: every nub (broadcasts), one stage's nub, the event subscribers. */
+const NUBS = "nubs";
+const EVENTS = "events";
+const stageKey = (id: number) => `stage/${id}`;
 
 interface StageState {
   id: number;
@@ -24,18 +36,40 @@ interface StageState {
   appId: string;
   baseURI?: string;
   version?: string;
-  owner: string;
-  commands: Subscription;
 }
 
 interface Pending {
   stageId: number;
-  command: string;
   resolve: (queue: unknown[]) => void;
-  reject: (fields: { code: number; text: string }) => void;
+  reject: (row: ErrorRow) => void;
 }
 
+type Api = typeof api;
+type Res<M extends keyof Api> = ResponseOf<Api[M]>;
+
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v);
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+const answer = (row: ErrorRow) => ({ errorCode: row.code!, errorText: row.text });
+
+/** The row of a request that fails its schema (a present field of the wrong type is not "missing"). */
+function schemaRow(p: { missing?: string; path?: (string | number)[] }): ErrorRow {
+  const field = String(p.path?.[0] ?? "");
+  if (p.missing !== undefined && p.path?.length === 1) return E.missing(field);
+  switch (field) {
+    case "stageId":
+      return E.badStage;
+    case "teCommandId":
+      return E.badCommandId;
+    case "appInfo":
+      return E.badAppId;
+    case "command":
+      return E.noCommandName;
+    case "subscribe":
+      return E.notSubscription;
+    default:
+      return E.invalidJson;
+  }
+}
 
 export default defineService({
   spec: {
@@ -44,45 +78,31 @@ export default defineService({
     description:
       "UI test automation: mediates between test clients that send commands and nubs, the agents inside applications, which subscribe to commands and reply.",
     api,
-    badRequest: (_method, p) => {
-      if (p.kind === "json") return { errorCode: E.invalidJson.code, errorText: E.invalidJson.text };
-      const field = String(p.path?.[0] ?? "");
-      const row =
-        p.missing !== undefined && p.path?.length === 1
-          ? E.missing(field)
-          : field === "stageId"
-            ? E.badStage
-            : field === "teCommandId"
-              ? E.badCommandId
-              : field === "appInfo"
-                ? E.badAppId
-                : field === "command"
-                  ? E.noCommandName
-                  : E.missing(p.path?.join(".") ?? field);
-      return { errorCode: row.code, errorText: row.text };
+    badRequest: (method, p) => {
+      // Spec: broadcastCommand's returnValue is always true, whatever was sent.
+      if (method === "broadcastCommand") return { returnValue: true };
+      return answer(p.kind === "schema" ? schemaRow(p) : E.invalidJson);
     },
-    internalError: () => ({ errorCode: -1, errorText: "Unknown error" }),
+    internalError: () => answer(E.internal),
   },
 
   create(ctx) {
-    const cfg = ctx.config as { replyTimeoutMs?: number };
-    const replyTimeoutMs = cfg.replyTimeoutMs ?? 10000;
+    const { replyTimeoutMs } = loadConfig({ service: "testautomation", schema: Options, section: ctx.config }).config;
+    /** Live stages by id; each is a lease of its nub (released when its subscription ends). */
     const stages = new Map<number, StageState>();
-    const events = new Set<Subscription>();
     const pending = new Map<number, Pending>();
     let nextStageId = 1;
     let nextCommandId = 1;
 
-    const publishEvent = (event: Json) => {
-      for (const s of events) s.push({ returnValue: true, ...event });
-    };
+    const publishEvent = (event: Json) => ctx.topics.publish(EVENTS, { returnValue: true, ...event });
 
     const removeStage = (stage: StageState) => {
       if (!stages.delete(stage.id)) return;
-      for (const [id, p] of pending) if (p.stageId === stage.id) {
-        pending.delete(id);
-        p.reject(E.badStage);
-      }
+      for (const [id, p] of pending)
+        if (p.stageId === stage.id) {
+          pending.delete(id);
+          p.reject(E.badStage);
+        }
       publishEvent({ stageId: stage.id, type: "stageRemoved" });
       ctx.log.info({ stageId: stage.id, appId: stage.appId }, "stage removed");
     };
@@ -99,10 +119,8 @@ export default defineService({
     });
 
     const lookupStage = (stageId: unknown): StageState => {
-      if (stageId === undefined) fail(E.missing("stageId").code, E.missing("stageId").text);
-      const s = isInt(stageId) ? stages.get(stageId) : undefined;
-      if (!s) fail(E.badStage.code, E.badStage.text);
-      return s;
+      if (stageId === undefined) raise(E.missing("stageId"));
+      return (isInt(stageId) ? stages.get(stageId) : undefined) ?? raise(E.badStage);
     };
 
     /** Sends a command to a stage's nub and waits for its replyToCommand. */
@@ -114,37 +132,47 @@ export default defineService({
         }, replyTimeoutMs);
         pending.set(teCommandId, {
           stageId: stage.id,
-          command: String(message.command),
           resolve: (q) => (clearTimeout(timer), resolve(q)),
-          reject: (f) => (clearTimeout(timer), reject(f)),
+          reject: (row) => (clearTimeout(timer), reject(row)),
         });
-        stage.commands.push({ returnValue: true, ...message, stageId: stage.id, teCommandId });
+        if (ctx.topics.publish(stageKey(stage.id), { returnValue: true, ...message, stageId: stage.id, teCommandId }) === 0) {
+          pending.delete(teCommandId);
+          clearTimeout(timer);
+          reject(E.badStage);
+        }
       });
+
+    /** The client's answer to a single redirected command: the nub's one result object. */
+    const singleResult = (entry: unknown, teCommandId: number): Res<"handleRequest"> => {
+      const r = isObject(entry) ? entry : {};
+      const out: Res<"handleRequest"> = { returnValue: r.returnValue !== false, teCommandId };
+      if ("result" in r) out.result = r.result;
+      if (typeof r.errorCode === "number") out.errorCode = r.errorCode;
+      if (typeof r.errorText === "string") out.errorText = r.errorText;
+      return out;
+    };
 
     return {
       handlers: {
-        broadcastCommand(req: { command?: string }) {
-          const command = req.command ?? "";
-          for (const s of stages.values()) s.commands.push({ returnValue: true, command, broadcast: true });
-          return { returnValue: true };
+        broadcastCommand(req) {
+          // Absent, empty or not a string: the empty command (the call succeeds regardless).
+          const command = typeof req.command === "string" ? req.command : "";
+          ctx.topics.publish(NUBS, { returnValue: true, command, broadcast: true });
+          return ok();
         },
 
-        async handleRequest(req: { command?: unknown; stageId?: unknown; queue?: unknown }) {
+        async handleRequest(req) {
           // Observed behavior 1: no command at all.
-          if (req.command === undefined) fail(E.missing("command").code, E.missing("command").text);
+          if (req.command === undefined) raise(E.missing("command"));
           const command = req.command;
           if (command === "getRunningAppsAndStages") {
             const byApp = new Map<string, StageState[]>();
             for (const s of stages.values()) byApp.set(s.appId, [...(byApp.get(s.appId) ?? []), s]);
-            return {
-              returnValue: true,
-              result: [...byApp].map(([appId, list]) => ({ appId, displayId: 0, stages: list.map(stageInfo) })),
-            };
+            return ok({ result: [...byApp].map(([appId, list]) => ({ appId, displayId: 0, stages: list.map(stageInfo) })) });
           }
           if (command === "getApplicationInformation") {
             const s = lookupStage(req.stageId);
-            return {
-              returnValue: true,
+            return ok({
               result: {
                 resolution: { width: s.width, height: s.height },
                 displayId: -1,
@@ -152,74 +180,63 @@ export default defineService({
                 isQmlApplication: s.type.toLowerCase() === "qml",
                 id: s.appId,
               },
-            };
+            });
           }
           // Everything else goes to a stage, under a new teCommandId.
           const teCommandId = nextCommandId++;
           // Observed behavior 3.
-          if (typeof command !== "string")
-            fail(E.noCommandName.code, E.noCommandName.text, { teCommandId });
+          if (typeof command !== "string") raise(E.noCommandName, { teCommandId });
           // Observed behavior 4.
-          if (command === "commandsBatch" && !Array.isArray(req.queue))
-            return { returnValue: false, result: null, teCommandId };
+          if (command === "commandsBatch" && !Array.isArray(req.queue)) return { returnValue: false, result: null, teCommandId };
           // Observed behavior 2 (a command nobody here knows, with no stage to ask).
-          if (!STAGE_COMMANDS.has(command) && req.stageId === undefined)
-            fail(E.unknownCommand(command).code, E.unknownCommand(command).text, { teCommandId });
+          if (!STAGE_COMMANDS.has(command) && req.stageId === undefined) raise(E.unknownCommand(command), { teCommandId });
           let stage: StageState;
           try {
             stage = lookupStage(req.stageId);
           } catch (e) {
-            throw new ServiceError({ ...(e as ServiceError).fields, teCommandId });
+            if (e instanceof ServiceError) throw new ServiceError({ ...e.fields, teCommandId });
+            throw e;
           }
-          const message: Json = { ...(req as Json), command };
+          const message: Json = { ...req, command };
           delete message.subscribe;
           let queue: unknown[];
           try {
             queue = await redirect(stage, teCommandId, message);
-          } catch (f) {
-            const { code, text } = f as { code: number; text: string };
-            fail(code, text, { teCommandId });
+          } catch (row) {
+            raise(row as ErrorRow, { teCommandId });
           }
-          if (command === "commandsBatch") return { returnValue: true, result: queue, teCommandId };
-          // A single command: the nub's queue holds its one result object.
-          const r = (queue[0] ?? {}) as Json;
-          const out: Json = { returnValue: r.returnValue !== false, teCommandId };
-          if ("result" in r) out.result = r.result;
-          if (r.errorCode !== undefined) out.errorCode = r.errorCode;
-          if (r.errorText !== undefined) out.errorText = r.errorText;
-          return out;
+          if (command === "commandsBatch") return ok({ result: queue, teCommandId });
+          return singleResult(queue[0], teCommandId);
         },
 
-        notifyEvent(req: { stageId: number; type: string }) {
+        notifyEvent(req) {
           const stage = lookupStage(req.stageId);
-          if (req.type === "stageActivate")
-            for (const s of stages.values()) if (s.appId === stage.appId) s.isActive = s.id === stage.id;
+          if (req.type === "stageActivate") for (const s of stages.values()) if (s.appId === stage.appId) s.isActive = s.id === stage.id;
           publishEvent({ stageId: stage.id, type: req.type });
-          return { returnValue: true };
+          return ok();
         },
 
-        ping(req: { Message?: string }) {
+        ping(req) {
           return req.Message === undefined ? {} : { Message: req.Message };
         },
 
-        replyToCommand(req: { stageId: number; teCommandId: number; command: string; queue: unknown[] }, call) {
-          const p = pending.get(req.teCommandId);
-          if (!p) fail(E.badCommandId.code, E.badCommandId.text, { teCommandId: req.teCommandId });
-          const stage = stages.get(req.stageId);
-          if (!stage || stage.id !== p.stageId || stage.owner !== call.caller.name)
-            fail(E.badStage.code, E.badStage.text, { teCommandId: req.teCommandId });
+        replyToCommand(req, call) {
+          const p = pending.get(req.teCommandId) ?? raise(E.badCommandId, { teCommandId: req.teCommandId });
+          // Only the stage's own nub (the holder of its lease) may answer its commands.
+          if (req.stageId !== p.stageId || !ctx.leases.heldBy(call.caller.name, stageKey(req.stageId)))
+            raise(E.badStage, { teCommandId: req.teCommandId });
           pending.delete(req.teCommandId);
           p.resolve(req.queue);
-          return { returnValue: true, teCommandId: req.teCommandId };
+          return ok({ teCommandId: req.teCommandId });
         },
 
-        subscribeToCommands(req: any, call) {
-          if (req.subscribe !== true || !call.subscription) fail(E.notSubscription.code, E.notSubscription.text);
-          if (!req.appInfo.id) fail(E.badAppId.code, E.badAppId.text);
-          const caller: Caller = call.caller;
+        subscribeToCommands(req, call) {
+          const sub = call.subscription;
+          if (req.subscribe !== true || !sub) raise(E.notSubscription);
+          if (!req.appInfo.id) raise(E.badAppId);
           const stage: StageState = {
             id: nextStageId++,
-            pid: caller.pid,
+            pid: call.caller.pid,
             width: req.width ?? req.appInfo.resolution?.width ?? 1920,
             height: req.height ?? req.appInfo.resolution?.height ?? 1080,
             name: req.name,
@@ -229,31 +246,25 @@ export default defineService({
             appId: req.appInfo.id,
             baseURI: req.baseURI,
             version: req.version,
-            owner: caller.name,
-            commands: call.subscription,
           };
           stages.set(stage.id, stage);
-          call.subscription.onEnd(() => removeStage(stage));
+          ctx.leases.take(call.caller.name, stageKey(stage.id), { boundTo: sub, data: stage, release: () => removeStage(stage) });
+          ctx.topics.add(stageKey(stage.id), sub);
+          ctx.topics.add(NUBS, sub);
           ctx.log.info({ stageId: stage.id, appId: stage.appId, pid: stage.pid }, "stage created");
-          return { returnValue: true, subscribed: true, stageId: stage.id };
+          return ok({ subscribed: true, stageId: stage.id });
         },
 
-        subscribeToEvents(req: { subscribe: boolean }, call) {
-          if (req.subscribe !== true || !call.subscription) fail(E.notSubscription.code, E.notSubscription.text);
-          const sub = call.subscription;
-          events.add(sub);
-          sub.onEnd(() => events.delete(sub));
-          return { returnValue: true, subscribed: true };
+        subscribeToEvents(req, call) {
+          if (req.subscribe !== true || !call.subscription) raise(E.notSubscription);
+          ctx.topics.add(EVENTS, call.subscription);
+          return ok({ subscribed: true });
         },
 
         version() {
-          return { returnValue: true, version: pkg.version };
+          return ok({ version: pkg.version });
         },
       },
-
-      // Subscriptions end by themselves when their caller goes (which removes its
-      // stages); nothing else is held per client.
-      clientGone() {},
     };
   },
 });
