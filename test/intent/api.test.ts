@@ -95,6 +95,9 @@ test("error: Invalid parameter (bad JSON, wrong types, unknown intent ID)", asyn
   expect(await call("sendResult", { intentId: 999999, result: "x" })).toEqual(invalid);
   expect(await call("sendResult", { intentId: 1, result: 7 })).toEqual(invalid);
   expect(await call("subscribeResult", { intentId: 999999, subscribe: true })).toEqual(invalid);
+  // intentId is a Number (spec): accepted as one, but a fraction names no running intent.
+  expect(await call("subscribeResult", { intentId: 1.5 })).toEqual(invalid);
+  expect(await call("subscribeResult", { intentId: 1e300 })).toEqual(invalid);
 });
 
 test("error: Failed to parse intent (no intent, or neither name nor action)", async () => {
@@ -184,6 +187,8 @@ test("an intent whose handler never answers ends after its lifetime; the oldest 
   await s.ended;
   expect(await call("sendResult", { intentId: id })).toEqual(err("Invalid parameter"));
   expect(service().inspect()).toMatchObject({ intents: 0, subscribers: 0 });
+  // The result subscription left the platform's catalog with the intent.
+  expect(env.rt!.server.stats()).toMatchObject({ subscriptions: 0, topics: 0, leases: 0 });
 
   const ids: number[] = [];
   for (let i = 0; i < 4; i++) ids.push((await call("start", { intent: { name: "com.example.browser" } })).intentId as number);

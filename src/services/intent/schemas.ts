@@ -42,7 +42,8 @@ const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number().
 const answer = <S extends z.ZodRawShape>(shape: S) =>
   z.union([z.object({ returnValue: z.literal(true), errorText: z.string().optional(), ...shape }), Failure]);
 
-const intentId = z.number().int().describe("Number, the intent ID from start");
+/** Spec: Number. The IDs handed out are whole numbers; any other number names no running intent. */
+const intentId = z.number().describe("Number, the intent ID from start");
 const sessionId = z.string().optional().describe("only handlers running under this session");
 
 export const api = {

@@ -3,9 +3,10 @@
 // Matching order, sessions and the lifetime of an intent: docs/decisions/intent.md.
 import { dirname } from "node:path";
 import { z } from "zod";
-import { raise, type Json } from "../../core/errors";
-import { defineService, type Call, type Subscription } from "../../core/service";
-import { api, type IntentT } from "./schemas";
+import { raise, ok, type Json } from "../../core/errors";
+import { defineService, type ServiceInstance } from "../../core/service";
+import { loadConfig } from "../../core/config";
+import { api, ResultMessage, type IntentT } from "./schemas";
 import { E } from "./errors";
 import { matchIntent, ordered, type HandlerEntry } from "./match";
 import { HandlerRegistry, type AppSource } from "./backend/registry";
@@ -25,13 +26,15 @@ const Config = z.object({
 
 export const DEFAULT_APPLICATION_DIR = "/usr/share/devservices/applications";
 
-/** A started intent: its handler and who wants its results. */
+/** A started intent and its handler; who wants its results is the topic resultKey(id). */
 interface RunningIntent {
   id: number;
   handler: HandlerEntry;
-  subscribers: Set<Subscription>;
   timer: ReturnType<typeof setTimeout>;
 }
+
+/** The topic of an intent's result subscribers (start with subscribe, subscribeResult). */
+const resultKey = (id: number) => `result/${id}`;
 
 const hasKey = (v: unknown) => typeof v === "string" && v !== "";
 
@@ -50,9 +53,7 @@ export default defineService({
   },
 
   create(ctx) {
-    const parsed = Config.safeParse(ctx.config ?? {});
-    if (!parsed.success) throw new Error(`serviceConfig.intent is invalid: ${z.prettifyError(parsed.error)}`);
-    const cfg = parsed.data;
+    const cfg = loadConfig({ service: "intent", schema: Config, section: ctx.config }).config;
     const sources: AppSource[] = (cfg.applicationDirs ?? [DEFAULT_APPLICATION_DIR, `${dirname(ctx.stateDir)}/applications`]).map((dir) => ({ dir }));
     for (const [sessionId, dirs] of Object.entries(cfg.sessions)) for (const dir of dirs) sources.push({ dir, sessionId });
     const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs, pollMs: 1000 });
@@ -71,8 +72,7 @@ export default defineService({
       if (intents.get(rec.id) !== rec) return;
       intents.delete(rec.id);
       clearTimeout(rec.timer);
-      for (const s of [...rec.subscribers]) s.end();
-      rec.subscribers.clear();
+      ctx.topics.end(resultKey(rec.id));
       ctx.log.debug({ intentId: rec.id, handler: rec.handler.name, why }, "intent ended");
     };
 
@@ -85,11 +85,6 @@ export default defineService({
       intents.set(rec.id, rec);
     };
 
-    const subscribe = (rec: RunningIntent, sub: Subscription) => {
-      rec.subscribers.add(sub);
-      sub.onEnd(() => rec.subscribers.delete(sub));
-    };
-
     const runningIntent = (id: number): RunningIntent => intents.get(id) ?? raise(E.invalidParameter);
 
     const sessionHandlers = (sessionId: string | undefined): HandlerEntry[] => {
@@ -98,74 +93,75 @@ export default defineService({
       return registry.handlers.filter((h) => h.sessionId === sessionId);
     };
 
-    const handlerObject = (h: HandlerEntry): Json => {
-      const o: Json = { name: h.name };
-      if (h.sessionId !== undefined) o.sessionId = h.sessionId;
-      o.intentFilters = h.intentFilters;
-      return o;
-    };
+    const handlerObject = (h: HandlerEntry) => ({
+      name: h.name,
+      ...(h.sessionId !== undefined ? { sessionId: h.sessionId } : {}),
+      intentFilters: h.intentFilters,
+    });
 
     const requireKeys = (intent: IntentT | undefined): IntentT => {
       if (!intent || (!hasKey(intent.name) && !hasKey(intent.action))) raise(E.parseIntent);
       return intent;
     };
 
-    const instance = {
-      handlers: {
-        query(req: { intent?: IntentT; sessionId?: string }) {
-          const pool = sessionHandlers(req.sessionId);
-          const found = req.intent === undefined ? ordered(pool) : matchIntent(pool, requireKeys(req.intent));
-          return { returnValue: true, handlers: found.map(handlerObject) };
-        },
-
-        async start(req: { intent?: IntentT; sessionId?: string }, call: Call) {
-          const pool = sessionHandlers(req.sessionId);
-          const intent = requireKeys(req.intent);
-          const handler = matchIntent(pool, intent)[0] ?? raise(E.noHandler);
-          const id = nextIntentId++;
-          const rec: RunningIntent = { id, handler, subscribers: new Set(), timer: undefined as any };
-          if (intents.size >= cfg.maxIntents) expire(intents.values().next().value!, "too many running intents");
-          touch(rec);
-          // Subscribed before the launch: a quick handler's result waits for our first response.
-          if (call.subscription) subscribe(rec, call.subscription);
-          const params: Json = { intent: { ...intent, intentId: id } };
-          try {
-            await launcher.launch(handler, params);
-          } catch (e) {
-            ctx.log.error({ intentId: id, handler: handler.name, sessionId: handler.sessionId, err: (e as Error).message }, "handler launch failed");
-            expire(rec, "launch failed");
-            raise(E.startFailed);
-          }
-          ctx.log.info({ intentId: id, handler: handler.name, sessionId: handler.sessionId, action: intent.action, uri: intent.uri }, "intent started");
-          const res: Json = { returnValue: true, intentId: id };
-          if (call.subscription) res.subscribed = true;
-          return res;
-        },
-
-        sendResult(req: { intentId: number; result?: string; intent?: IntentT }) {
-          const rec = runningIntent(req.intentId);
-          const message: Json = { returnValue: true, subscribed: true, intentId: rec.id };
-          if (req.result !== undefined) message.result = req.result;
-          if (req.intent !== undefined) message.intent = req.intent;
-          message.from = rec.handler.name;
-          for (const s of rec.subscribers) s.push(message);
-          touch(rec);
-          return { returnValue: true, intentId: rec.id };
-        },
-
-        subscribeResult(req: { intentId: number }, call: Call) {
-          const rec = runningIntent(req.intentId);
-          touch(rec);
-          if (!call.subscription) return { returnValue: true, subscribed: false, intentId: rec.id };
-          subscribe(rec, call.subscription);
-          return { returnValue: true, subscribed: true, intentId: rec.id };
-        },
+    // A requester holds nothing but its result subscriptions, which leave the catalog
+    // when they end (cancel or disconnect); an intent belongs to no client and ends
+    // with its lifetime.
+    const handlers: ServiceInstance<typeof api>["handlers"] = {
+      query(req) {
+        const pool = sessionHandlers(req.sessionId);
+        const found = req.intent === undefined ? ordered(pool) : matchIntent(pool, requireKeys(req.intent));
+        return ok({ handlers: found.map(handlerObject) });
       },
 
-      // Result subscriptions end with their caller's connection (their onEnd drops
-      // them from the intent); an intent itself belongs to no client and ends with
-      // its lifetime, so nothing else is held per client.
-      clientGone() {},
+      async start(req, call) {
+        const pool = sessionHandlers(req.sessionId);
+        const intent = requireKeys(req.intent);
+        const handler = matchIntent(pool, intent)[0] ?? raise(E.noHandler);
+        const id = nextIntentId++;
+        const rec: RunningIntent = { id, handler, timer: undefined as any };
+        if (intents.size >= cfg.maxIntents) expire(intents.values().next().value!, "too many running intents");
+        touch(rec);
+        // Subscribed before the launch: a quick handler's result waits for our first response.
+        if (call.subscription) ctx.topics.add(resultKey(id), call.subscription);
+        const params: Json = { intent: { ...intent, intentId: id } };
+        try {
+          await launcher.launch(handler, params);
+        } catch (e) {
+          ctx.log.error({ intentId: id, handler: handler.name, sessionId: handler.sessionId, err: (e as Error).message }, "handler launch failed");
+          expire(rec, "launch failed");
+          raise(E.startFailed);
+        }
+        ctx.log.info({ intentId: id, handler: handler.name, sessionId: handler.sessionId, action: intent.action, uri: intent.uri }, "intent started");
+        return ok(call.subscription ? { subscribed: true, intentId: id } : { intentId: id });
+      },
+
+      sendResult(req) {
+        const rec = runningIntent(req.intentId);
+        const message: z.input<typeof ResultMessage> = {
+          returnValue: true,
+          subscribed: true,
+          intentId: rec.id,
+          ...(req.result !== undefined ? { result: req.result } : {}),
+          ...(req.intent !== undefined ? { intent: req.intent } : {}),
+          from: rec.handler.name,
+        };
+        ctx.topics.publish(resultKey(rec.id), message);
+        touch(rec);
+        return ok({ intentId: rec.id });
+      },
+
+      subscribeResult(req, call) {
+        const rec = runningIntent(req.intentId);
+        touch(rec);
+        if (!call.subscription) return ok({ subscribed: false, intentId: rec.id });
+        ctx.topics.add(resultKey(rec.id), call.subscription);
+        return ok({ subscribed: true, intentId: rec.id });
+      },
+    };
+
+    const instance = {
+      handlers,
 
       stop() {
         registry.stop();
@@ -178,8 +174,9 @@ export default defineService({
         let subscribers = 0;
         const perIntent: Record<number, number> = {};
         for (const r of intents.values()) {
-          subscribers += r.subscribers.size;
-          perIntent[r.id] = r.subscribers.size;
+          const n = ctx.topics.subscribers(resultKey(r.id)).length;
+          subscribers += n;
+          perIntent[r.id] = n;
         }
         return { intents: intents.size, subscribers, perIntent, handlers: registry.handlers.length, generation: registry.generation };
       },

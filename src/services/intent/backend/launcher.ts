@@ -3,9 +3,9 @@
 // the descriptor's `main` directly (no shell) with the parameters as one JSON argument.
 import { isAbsolute, join } from "node:path";
 import type { Subprocess } from "bun";
-import type { BusClient } from "../../../bus/client";
 import type { Json } from "../../../core/errors";
 import type { Logger } from "../../../core/log";
+import type { Peers } from "../../../core/service";
 import type { HandlerEntry } from "../match";
 
 export interface Launcher {
@@ -19,7 +19,7 @@ export type LauncherKind = "auto" | "applicationmanager" | "exec";
 /** `<applicationManager>/launch` with `{id, params}` (plus `sessionId` for a session's handler). */
 export class AppManagerLauncher implements Launcher {
   constructor(
-    private client: BusClient,
+    private peers: Peers,
     private busName: string,
     private timeoutMs: number,
   ) {}
@@ -27,7 +27,7 @@ export class AppManagerLauncher implements Launcher {
   async launch(handler: HandlerEntry, params: Json): Promise<void> {
     const payload: Json = { id: handler.name, params };
     if (handler.sessionId !== undefined) payload.sessionId = handler.sessionId;
-    const r = await this.client.call(this.busName, "launch", payload, { timeoutMs: this.timeoutMs });
+    const r = await this.peers.call(this.busName, "launch", payload, { timeoutMs: this.timeoutMs });
     if (r.returnValue !== true) throw new Error(`${this.busName} refused to launch ${handler.name}: ${String(r.errorText ?? r.errorCode ?? "no reason given")}`);
   }
 
@@ -93,22 +93,14 @@ export class ExecLauncher implements Launcher {
 /** The application manager when it is on the bus at launch time, else exec. */
 export class AutoLauncher implements Launcher {
   constructor(
-    private client: BusClient,
+    private peers: Peers,
     private busName: string,
     private appManager: AppManagerLauncher,
     private exec: ExecLauncher,
   ) {}
 
   async launch(handler: HandlerEntry, params: Json): Promise<void> {
-    const reply = await this.client.callRaw({
-      destination: "org.freedesktop.DBus",
-      path: "/org/freedesktop/DBus",
-      interface: "org.freedesktop.DBus",
-      member: "NameHasOwner",
-      signature: "s",
-      body: [this.busName],
-    });
-    return reply.body[0] === true ? this.appManager.launch(handler, params) : this.exec.launch(handler, params);
+    return (await this.peers.hasOwner(this.busName)) ? this.appManager.launch(handler, params) : this.exec.launch(handler, params);
   }
 
   stop(): void {
