@@ -2,6 +2,7 @@
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { powerEnv, POWER, type PowerEnv } from "./setup";
 import type { Json } from "../../src/core/errors";
+import { eventually } from "../helpers/harness";
 
 let p: PowerEnv;
 const err = (code: number, text: string) => ({ returnValue: false, errorCode: code, errorText: text });
@@ -52,10 +53,42 @@ test("2 Invalid JSON format: malformed JSON or a payload outside the schema, on 
     ["releaseWakeLock", {}],
     ["notifyAlarmExpiry", "[1,2]"],
     ["notifyAlarmExpiry", "not json"],
+    ["registerStateTransition", { state: "ActiveState", subscribe: "yes" }],
   ];
   for (const [method, payload] of cases) expect([method, await p.call(method, payload)]).toEqual([method, INVALID]);
-  // Registering without subscribe: no way to be told, so refused as malformed.
-  expect(await p.call("registerStateTransition", { state: "ActiveState" })).toEqual(INVALID);
+});
+
+test("registerStateTransition with the spec's whole request ({state}) registers and subscribes; subscribe false changes nothing", async () => {
+  const raw = await p.env.client();
+  const pushes: Json[] = [];
+  // A plain call: the pushes are unicast signals to this connection, read off the wire.
+  const off = raw.conn.onSignal((m) => {
+    if (m.member === "Push") pushes.push(JSON.parse(m.body[1] as string));
+  });
+  const first = await raw.call(POWER, "registerStateTransition", { state: "ActiveState" });
+  expect(first).toEqual({ returnValue: true, subscribed: true, clientId: raw.uniqueName, state: "ActiveState" });
+  expect(await raw.call(POWER, "registerStateTransition", { state: "GarageModeState", subscribe: false })).toEqual({
+    returnValue: true,
+    subscribed: true,
+    clientId: raw.uniqueName,
+    state: "GarageModeState",
+  });
+  // Registered: told when the device leaves the state.
+  expect(await p.call("setState", { state: "GarageModeState", reason: 1 })).toEqual({ returnValue: true });
+  expect(await p.call("setState", { state: "ActiveState", reason: 1 })).toEqual({ returnValue: true });
+  await eventually(() => pushes.length === 2);
+  expect(pushes).toEqual([
+    { state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) },
+    { state: "GarageModeState", nextState: "ActiveState", token: expect.any(String) },
+  ]);
+  expect(await p.call("acquireWakeLock", { clientId: raw.uniqueName, timeout: 5 })).toEqual({ returnValue: true });
+  expect(await p.call("releaseWakeLock", { clientId: raw.uniqueName })).toEqual({ returnValue: true });
+  // The registrations last as long as the client's connection.
+  const clientId = raw.uniqueName;
+  off();
+  raw.close();
+  await eventually(async () => (await p.call("acquireWakeLock", { clientId, timeout: 5 })).errorCode === 3);
+  expect(p.env.rt!.server.stats()).toMatchObject({ leases: 0 });
 });
 
 test("3 errorClientNotRegistered: votes and wake locks from clients not registered", async () => {

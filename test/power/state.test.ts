@@ -28,14 +28,29 @@ test("getState: the initial state, and every change pushed to subscribers", asyn
   expect(seen.length).toBe(3);
 });
 
-test("setState forces a state without asking or telling registered clients", async () => {
+test("setState forces a state: the clients registered for the state left are told, not asked", async () => {
   const notes: Json[] = [];
   const reg = await p.client.subscribe(POWER, "registerStateTransition", { state: "ActiveState" }, (m) => notes.push(m));
+  // A silent voter in another process does not hold a forced change up.
+  const silent = await p.registered("ActiveState", "silent");
+  const t0 = performance.now();
   expect(await p.call("setState", { state: "GarageModeState", reason: 1 })).toEqual({ returnValue: true });
+  expect(performance.now() - t0).toBeLessThan(500);
   expect(await p.call("getState")).toMatchObject({ state: "GarageModeState" });
-  expect(await p.call("setState", { state: "ActiveState", reason: 1 })).toEqual({ returnValue: true });
+  await eventually(() => notes.length === 1);
+  expect(notes).toEqual([{ state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) }]);
+  await silent.proc.waitFor('NOTIFIED {"state":"ActiveState","nextState":"GarageModeState"');
+  // Told, not asked: an answer is too late.
+  expect(await p.call("respondStateTransitionAck", { state: "ActiveState", ack: false, token: notes[0]!.token as string })).toEqual({
+    returnValue: false,
+    errorCode: 5,
+    errorText: "errorResponseTooLate",
+  });
+  // Nobody is registered for GarageModeState: going back tells no one.
+  expect(await p.call("setState", { state: "ActiveState", reason: 1.5 })).toEqual({ returnValue: true });
   await Bun.sleep(30);
-  expect(notes).toEqual([]);
+  expect(notes.length).toBe(1);
+  await silent.proc.kill();
   await reg.cancel();
 });
 

@@ -1,7 +1,8 @@
 // Wake locks: they hold every state change, take logind's inhibitor while any
-// exists, expire, and die with the connection that holds them.
+// exists, expire, and belong to the registered client they were acquired for (not
+// to the connection that called): they die with that client's connection.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { eventually } from "../helpers/harness";
+import { eventually, spawnScript } from "../helpers/harness";
 import { powerEnv, POWER, type PowerEnv } from "./setup";
 
 let p: PowerEnv;
@@ -35,6 +36,46 @@ test("a held lock blocks every state change; its holder's SIGKILL releases it an
   await eventually(async () => (await p.call("reboot", { reason: "ota" })).returnValue === true);
   await p.logind.waitFor("Reboot false");
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
+});
+
+test("a one-shot caller (devservices call) acquires a lock for a registered client: the lock outlives the caller, not the client", async () => {
+  // docs/services/power.md, as printed: a registered client kept open with -i, then one-shot calls.
+  const cli = (...args: string[]) => spawnScript("src/main.ts", ["call", "--bus", p.env.bus.address, ...args]);
+  const oneShot = async (method: string, payload: object) => {
+    const c = cli(`com.vendor.service.power2/${method}`, JSON.stringify(payload));
+    const line = await c.waitFor("{");
+    expect(await c.proc.exited).toBe(0); // its connection is closed
+    return JSON.parse(line);
+  };
+  const registrant = cli("-i", "com.vendor.service.power2/registerStateTransition", '{"state":"ActiveState","subscribe":true}');
+  const first = JSON.parse(await registrant.waitFor("clientId"));
+  expect(first).toEqual({ returnValue: true, subscribed: true, clientId: expect.stringMatching(/^:1\./), state: "ActiveState" });
+  const clientId = first.clientId as string;
+  const before = inhibits();
+  const released = releases();
+
+  expect(await oneShot("acquireWakeLock", { clientId, timeout: 600 })).toEqual({ returnValue: true });
+  await eventually(() => inhibits() === before + 1);
+  // The caller is gone; the lock is the client's and still holds.
+  await Bun.sleep(100);
+  expect(await p.call("reboot", { reason: "ota" })).toEqual(BUSY);
+  expect(await p.call("setState", { state: "GarageModeState", reason: 1 })).toEqual(BUSY);
+  expect(releases()).toBe(released);
+  expect(p.env.rt!.server.stats().leases).toBe(1);
+  // Another one-shot caller may release it, as the spec's releaseWakeLock says.
+  expect(await oneShot("releaseWakeLock", { clientId })).toEqual({ returnValue: true });
+  await eventually(() => releases() === released + 1);
+  expect(await oneShot("acquireWakeLock", { clientId, timeout: 600 })).toEqual({ returnValue: true });
+  await eventually(() => inhibits() === before + 2);
+  expect(await p.call("shutdown", { reason: "remoteKey" })).toEqual(BUSY);
+
+  // The registered client's SIGKILL releases the lock and logind's inhibitor.
+  await registrant.kill("SIGKILL");
+  await eventually(() => releases() === released + 2);
+  await eventually(() => p.env.rt!.server.stats().leases === 0);
+  expect(await p.call("setState", { state: "GarageModeState", reason: 1 })).toEqual({ returnValue: true });
+  expect(await p.call("setState", { state: "ActiveState", reason: 1 })).toEqual({ returnValue: true });
+  expect(await p.call("acquireWakeLock", { clientId, timeout: 600 })).toEqual({ returnValue: false, errorCode: 3, errorText: "errorClientNotRegistered" });
 });
 
 test("a lock expires after its timeout and the inhibitor goes with it", async () => {

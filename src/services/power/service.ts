@@ -1,30 +1,31 @@
 // Power service (spec part 2, com.vendor.service.power2). The board's state machine
 // (machine.ts, docs/power-states.md) says which states exist, which methods lead
 // where and which transitions ask registered clients; backend/ reaches the system.
+// Registrations, state and power-on-reason subscribers are topics of the platform's
+// catalog; a wake lock is a lease of the registered client it was taken for.
 // Choices where the spec is silent: docs/decisions/power.md.
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
-import { raise } from "../../core/errors";
+import { raise, ok } from "../../core/errors";
 import { defineService, type Subscription } from "../../core/service";
+import type { Lease, ReleaseReason } from "../../core/leases";
 import { api } from "./schemas";
 import { E } from "./errors";
 import { PowerMachine, type PowerEvent, type Transition } from "./machine";
-import { DEFAULT_CONFIG_FILE, loadPowerConfig } from "./config";
+import { loadPowerOptions } from "./config";
 import { openBackend, type PowerBackend } from "./backend";
 import { wirelessUp } from "./backend/net";
 
-/** serviceConfig.power2 of the board recipe (docs/services/power.md). */
-export const ServiceConfigSchema = z.object({
-  configFile: z.string().default(DEFAULT_CONFIG_FILE),
-  backend: z.enum(["auto", "logind", "syscall", "virtual"]).default("auto"),
-  logindBus: z.string().optional(),
-  netSysfs: z.string().default("/sys/class/net"),
-});
-
 export const DEFAULT_POWER_ON_REASON = "unknown";
 const REASON_FILE = "power-on-reason.json";
+
+/** Topic keys: getState and getPowerOnReason subscribers, and the clients registered for a state. */
+const STATE = "state";
+const REASON = "reason";
+const registeredKey = (state: string) => `registered/${state}`;
+/** Lease key of a client's wake lock; the lease's owner is the client (clientId = its unique bus name). */
+const lockKey = (clientId: string) => `wakelock/${clientId}`;
 
 /** One round of votes on leaving `state` (spec: transition notification). */
 interface Vote {
@@ -39,9 +40,11 @@ interface Vote {
 
 interface WakeLock {
   clientId: string;
-  /** Unique bus name of the connection that acquired it. */
-  holder: string;
-  timer: ReturnType<typeof setTimeout>;
+  /** Unique bus name of the connection that last acquired it (for the log). */
+  acquiredBy: string;
+  timer?: ReturnType<typeof setTimeout>;
+  /** Why it is being released, when the service releases it. */
+  why?: string;
 }
 
 export default defineService({
@@ -56,10 +59,11 @@ export default defineService({
   },
 
   async create(ctx) {
-    const options = ServiceConfigSchema.parse(ctx.config);
     const machine = PowerMachine.parse((ctx.board as Record<string, unknown>).power2, `board ${ctx.board.name}`);
-    const { config, problems, found } = loadPowerConfig(options.configFile);
-    for (const p of problems) ctx.log.error({ file: options.configFile }, `power configuration: ${p}; keeping the default`);
+    const loaded = loadPowerOptions(ctx.config);
+    const options = loaded.config;
+    for (const p of loaded.problems) ctx.log.error({ file: loaded.file }, `power configuration: ${p}; keeping the default`);
+    const config = { transitionTimeoutS: options.TransitionTimeout, garageNetworkName: options.GarageNetworkName };
     const backend: PowerBackend = await openBackend({
       choice: options.backend,
       boardBackend: ctx.board.backend,
@@ -69,16 +73,13 @@ export default defineService({
       log: ctx.log,
     });
     ctx.log.info(
-      { backend: backend.kind, configFile: found ? options.configFile : null, transitionTimeoutS: config.transitionTimeoutS, states: machine.states() },
+      { backend: backend.kind, configFile: loaded.file, transitionTimeoutS: config.transitionTimeoutS, states: machine.states() },
       "power service ready",
     );
 
     let current = machine.initialState;
-    const stateSubs = new Set<Subscription>();
-    const reasonSubs = new Set<Subscription>();
-    /** state -> clientId -> the registerStateTransition subscription. */
-    const registrations = new Map<string, Map<string, Subscription>>();
-    const locks = new Map<string, WakeLock>();
+    /** The live wake locks by clientId: an index of the leases, kept by their release hook. */
+    const locks = new Map<string, Lease<WakeLock>>();
     /** Set while reboot, shutdown or an action of setState runs: the service is busy. */
     let running: string | undefined;
     let vote: Vote | undefined;
@@ -102,23 +103,27 @@ export default defineService({
       renameSync(tmp, reasonPath);
     };
 
+    // ---- registrations ----------------------------------------------------------
+    /** The clients (unique bus names) registered for a state, with their subscriptions. */
+    const registered = (state: string): Subscription[] => ctx.topics.subscribers(registeredKey(state));
+    const isRegisteredFor = (state: string, clientId: string) => registered(state).some((s) => s.caller.name === clientId);
+    const isRegistered = (clientId: string) => machine.states().some((state) => isRegisteredFor(state, clientId));
+
     // ---- state ----------------------------------------------------------------
     const enter = (state: string) => {
       if (state === current) return;
       ctx.log.info({ from: current, to: state }, "power state");
       current = state;
-      for (const s of stateSubs) s.push({ state });
+      ctx.topics.publish(STATE, { state });
     };
 
-    const isRegistered = (clientId: string) => [...registrations.values()].some((m) => m.has(clientId));
-
     /** Tells the clients registered for t.from; when t.ask, waits for their votes. */
-    const leave = (t: Transition): Promise<boolean> => {
-      const regs = registrations.get(t.from);
-      if (!regs?.size) return Promise.resolve(true);
+    const leave = (t: Pick<Transition, "from" | "to" | "ask">): Promise<boolean> => {
+      const regs = registered(t.from);
+      if (!regs.length) return Promise.resolve(true);
       const message = { state: t.from, nextState: t.to, token: randomBytes(8).toString("hex") };
       if (!t.ask) {
-        for (const s of regs.values()) s.push(message);
+        ctx.topics.publish(registeredKey(t.from), message);
         return Promise.resolve(true);
       }
       return new Promise((resolve) => {
@@ -127,7 +132,7 @@ export default defineService({
           token: message.token,
           state: t.from,
           nextState: t.to,
-          waiting: new Set(regs.keys()),
+          waiting: new Set(regs.map((s) => s.caller.name)),
           answered: new Set(),
           finish(proceed, why) {
             if (vote !== v) return;
@@ -138,8 +143,8 @@ export default defineService({
           },
         };
         vote = v;
-        ctx.log.info({ state: t.from, nextState: t.to, clients: [...regs.keys()], timeoutS: config.transitionTimeoutS }, "asking registered clients");
-        for (const s of regs.values()) s.push(message);
+        ctx.log.info({ state: t.from, nextState: t.to, clients: [...v.waiting], timeoutS: config.transitionTimeoutS }, "asking registered clients");
+        ctx.topics.publish(registeredKey(t.from), message);
       });
     };
 
@@ -192,7 +197,7 @@ export default defineService({
       } finally {
         running = undefined;
       }
-      return { returnValue: true as const };
+      return ok();
     };
 
     // ---- wake locks -----------------------------------------------------------
@@ -211,92 +216,102 @@ export default defineService({
         }
       }));
 
-    const dropLock = (clientId: string, why: string) => {
-      const lock = locks.get(clientId);
-      if (!lock) return false;
-      clearTimeout(lock.timer);
-      locks.delete(clientId);
-      ctx.log.info({ clientId, why }, "wake lock released");
-      return true;
+    const WHY: Record<ReleaseReason, string> = {
+      released: "released",
+      "owner-gone": "its client left the bus",
+      "subscription-ended": "subscription ended",
+      "service-stopped": "service stopping",
+    };
+
+    /** Takes the lock of clientId for its client (the lease's owner), or renews it. */
+    const acquire = (clientId: string, acquiredBy: string, seconds: number) => {
+      let lease = locks.get(clientId);
+      if (!lease) {
+        const data: WakeLock = { clientId, acquiredBy };
+        lease = ctx.leases.take(clientId, lockKey(clientId), {
+          data,
+          release: (why) => {
+            clearTimeout(data.timer);
+            locks.delete(clientId);
+            ctx.log.info({ clientId, why: data.why ?? WHY[why] }, "wake lock released");
+            void syncInhibitor();
+          },
+        });
+        locks.set(clientId, lease);
+      }
+      const l = lease;
+      clearTimeout(l.data.timer);
+      l.data.acquiredBy = acquiredBy;
+      l.data.timer = setTimeout(() => drop(l, "timeout"), seconds * 1000);
+      ctx.log.info({ clientId, acquiredBy, timeoutS: seconds }, "wake lock acquired");
+    };
+
+    const drop = (lease: Lease<WakeLock>, why: string) => {
+      lease.data.why = why;
+      lease.release();
+    };
+
+    /** releaseWakeLock and notifyAlarmExpiry: the lock of clientId, or the spec's error. */
+    const release = async (clientId: string, why: string) => {
+      const lease = locks.get(clientId) ?? raise(isRegistered(clientId) ? E.timerNotRunning : E.notRegistered);
+      drop(lease, why);
+      await syncInhibitor();
     };
 
     return {
       handlers: {
-        async acquireWakeLock(req: { clientId: string; timeout: number }, call) {
+        async acquireWakeLock(req, call) {
           if (!isRegistered(req.clientId)) raise(E.notRegistered);
           if (running) raise(E.busy);
-          const held = locks.get(req.clientId);
-          if (held) clearTimeout(held.timer);
-          const lock: WakeLock = {
-            clientId: req.clientId,
-            holder: call.caller.name,
-            timer: setTimeout(() => {
-              if (locks.get(req.clientId) === lock && dropLock(req.clientId, "timeout")) void syncInhibitor();
-            }, req.timeout * 1000),
-          };
-          locks.set(req.clientId, lock);
-          ctx.log.info({ clientId: req.clientId, holder: lock.holder, timeoutS: req.timeout }, "wake lock acquired");
+          acquire(req.clientId, call.caller.name, req.timeout);
           await syncInhibitor();
-          return { returnValue: true };
+          return ok();
         },
 
-        getPowerOnReason(_req: { subscribe: boolean }, call) {
-          const sub = call.subscription;
-          if (sub) {
-            reasonSubs.add(sub);
-            sub.onEnd(() => reasonSubs.delete(sub));
-          }
-          return { returnValue: true, subscribed: !!sub, reason: powerOnReason };
+        getPowerOnReason(_req, call) {
+          if (call.subscription) ctx.topics.add(REASON, call.subscription);
+          return ok({ subscribed: !!call.subscription, reason: powerOnReason });
         },
 
-        getState(_req: { subscribe?: boolean }, call) {
-          const sub = call.subscription;
-          if (sub) {
-            stateSubs.add(sub);
-            sub.onEnd(() => stateSubs.delete(sub));
-          }
-          return { returnValue: true, state: current, subscribed: !!sub };
+        getState(_req, call) {
+          if (call.subscription) ctx.topics.add(STATE, call.subscription);
+          return ok({ state: current, subscribed: !!call.subscription });
         },
 
-        async notifyAlarmExpiry(req: { clientId: string }) {
-          if (!dropLock(req.clientId, "alarm expiry")) raise(isRegistered(req.clientId) ? E.timerNotRunning : E.notRegistered);
-          await syncInhibitor();
-          return { returnValue: true, clientId: req.clientId };
+        async notifyAlarmExpiry(req) {
+          await release(req.clientId, "alarm expiry");
+          return ok({ clientId: req.clientId });
         },
 
-        reboot: (req: { reason: string }) => runEvent("reboot", req.reason),
+        reboot: (req) => runEvent("reboot", req.reason),
 
-        registerStateTransition(req: { state: string }, call) {
+        registerStateTransition(req, call) {
           if (!machine.has(req.state)) {
             ctx.log.warn({ state: req.state, states: machine.states() }, "registration for a state the board does not have");
             raise(E.unknown);
           }
-          const sub = call.subscription;
-          if (!sub) raise(E.invalidJson);
+          // alwaysSubscribes: every call that gets this far is a subscription.
+          const sub = call.subscription ?? raise(E.unknown);
           const clientId = call.caller.name;
-          const regs = registrations.get(req.state) ?? new Map<string, Subscription>();
-          if (regs.has(clientId)) raise(E.alreadyRegistered);
+          if (isRegisteredFor(req.state, clientId)) raise(E.alreadyRegistered);
           if (running) raise(E.busy);
-          regs.set(clientId, sub);
-          registrations.set(req.state, regs);
+          ctx.topics.add(registeredKey(req.state), sub);
+          // A client that leaves during a vote can no longer object.
           sub.onEnd(() => {
-            if (regs.get(clientId) === sub) regs.delete(clientId);
-            // A client that leaves during a vote can no longer object.
             if (vote?.state === req.state && vote.waiting.delete(clientId) && vote.waiting.size === 0) vote.finish(true, "all remaining clients acked");
           });
           ctx.log.info({ clientId, state: req.state }, "client registered for state transitions");
-          return { returnValue: true, subscribed: true, clientId, state: req.state };
+          return ok({ subscribed: true, clientId, state: req.state });
         },
 
-        async releaseWakeLock(req: { clientId: string }) {
-          if (!dropLock(req.clientId, "releaseWakeLock")) raise(isRegistered(req.clientId) ? E.timerNotRunning : E.notRegistered);
-          await syncInhibitor();
-          return { returnValue: true };
+        async releaseWakeLock(req) {
+          await release(req.clientId, "releaseWakeLock");
+          return ok();
         },
 
-        respondStateTransitionAck(req: { state: string; ack: boolean; token: string }, call) {
+        respondStateTransitionAck(req, call) {
           const clientId = call.caller.name;
-          if (!registrations.get(req.state)?.has(clientId)) raise(E.notRegistered);
+          if (!isRegisteredFor(req.state, clientId)) raise(E.notRegistered);
           const v = vote;
           // No vote open with this token (it closed, or never asked): too late.
           if (!v || v.token !== req.token || v.state !== req.state || v.answered.has(clientId)) raise(E.tooLate);
@@ -305,10 +320,10 @@ export default defineService({
           ctx.log.info({ clientId, state: req.state, ack: req.ack }, "transition vote");
           if (!req.ack) v.finish(false, `nack from ${clientId}`);
           else if (v.waiting.size === 0) v.finish(true, "all clients acked");
-          return { returnValue: true };
+          return ok();
         },
 
-        setPowerOnReason(req: { reason: string }) {
+        setPowerOnReason(req) {
           try {
             saveReason(req.reason);
           } catch (e) {
@@ -316,19 +331,22 @@ export default defineService({
             raise(E.unknown);
           }
           powerOnReason = req.reason;
-          for (const s of reasonSubs) s.push({ reason: powerOnReason });
-          return { returnValue: true };
+          ctx.topics.publish(REASON, { reason: powerOnReason });
+          return ok();
         },
 
-        async setState(req: { state: string; reason: number }) {
+        async setState(req) {
           if (!machine.has(req.state)) {
             ctx.log.warn({ state: req.state, states: machine.states() }, "setState to a state the board does not have");
             raise(E.unknown);
           }
           gateStateChange();
-          if (req.state === current) return { returnValue: true };
+          if (req.state === current) return ok();
           const origin = current;
           ctx.log.info({ from: origin, to: req.state, reason: req.reason }, "state forced");
+          // Spec: a change away from S notifies the clients registered for S; setState
+          // skips acknowledgement, so they are told and not asked.
+          await leave({ from: origin, to: req.state, ask: false });
           enter(req.state);
           if (machine.action(req.state)) {
             running = "setState";
@@ -338,24 +356,17 @@ export default defineService({
               running = undefined;
             }
           }
-          return { returnValue: true };
+          return ok();
         },
 
-        shutdown: (req: { reason: string }) => runEvent("shutdown", req.reason),
+        shutdown: (req) => runEvent("shutdown", req.reason),
       },
 
-      // Everything a client holds: its registrations end with their subscriptions;
-      // its wake locks (held or acquired for its clientId) are released here.
-      async clientGone(name: string) {
-        let dropped = false;
-        for (const lock of [...locks.values()])
-          if (lock.holder === name || lock.clientId === name) dropped = dropLock(lock.clientId, "holder left the bus") || dropped;
-        if (dropped) await syncInhibitor();
-      },
-
+      // Nothing per client here: registrations and subscribers leave the catalog when
+      // their subscriptions end, and a wake lock is a lease its client's departure ends.
       async stop() {
         vote?.finish(false, "service stopping");
-        for (const id of [...locks.keys()]) dropLock(id, "service stopping");
+        for (const lease of [...locks.values()]) drop(lease, "service stopping");
         await syncInhibitor();
         backend.close();
       },

@@ -4,6 +4,7 @@
 import { BusClient } from "../../../bus/client";
 import { resolveBusAddress } from "../../../bus/connection";
 import type { Logger } from "../../../core/log";
+import type { Peers } from "../../../core/service";
 import { LogindBackend, logindPresent } from "./logind";
 import { SyscallBackend } from "./syscall";
 import { VirtualBackend } from "./virtual";
@@ -14,8 +15,8 @@ export type BackendChoice = "auto" | "logind" | "syscall" | "virtual";
 export interface BackendOptions {
   choice: BackendChoice;
   boardBackend: "linux" | "virtual";
-  /** The service's own bus connection. */
-  client: BusClient;
+  /** The service's calls to peers on its own bus (ctx.peers). */
+  client: Peers;
   busAddress: string;
   /** Where logind is looked for: an address, `system`, or unset for the service's own bus. */
   logindBus?: string;
@@ -26,13 +27,12 @@ export async function openBackend(o: BackendOptions): Promise<PowerBackend> {
   const choice = o.choice === "auto" && o.boardBackend === "virtual" ? "virtual" : o.choice;
   if (choice === "virtual") return new VirtualBackend(o.log);
   if (choice === "syscall") return new SyscallBackend();
-  let client = o.client;
-  let own = false;
+  let client: Peers = o.client;
+  let own: BusClient | undefined;
   const address = o.logindBus === undefined ? o.busAddress : resolveBusAddress(o.logindBus);
   if (address !== o.busAddress) {
     try {
-      client = await BusClient.connect(address, { negotiateUnixFd: true });
-      own = true;
+      client = own = await BusClient.connect(address, { negotiateUnixFd: true });
     } catch (e) {
       if (choice === "logind") throw new Error(`cannot reach the logind bus ${address}: ${(e as Error).message}`);
       o.log.warn({ bus: address, err: e }, "logind bus unreachable; using the reboot system call");
@@ -45,9 +45,9 @@ export async function openBackend(o: BackendOptions): Promise<PowerBackend> {
   });
   if (present || choice === "logind") {
     if (!present) o.log.warn({ bus: address }, "logind is not on the bus yet; its calls will fail until it is");
-    return new LogindBackend(client, o.log, own ? () => client.close() : undefined);
+    return new LogindBackend(client, o.log, own ? () => own.close() : undefined);
   }
-  if (own) client.close();
+  own?.close();
   return new SyscallBackend();
 }
 

@@ -1,9 +1,9 @@
 // systemd-logind (org.freedesktop.login1.Manager): PowerOff/Reboot, and an Inhibit
 // lock held while wake locks exist. The inhibitor is the fd logind returns; it is
 // released by closing it.
-import type { BusClient } from "../../../bus/client";
 import { libc } from "../../../ffi/libc";
 import type { Logger } from "../../../core/log";
+import type { Peers } from "../../../core/service";
 import type { PowerBackend } from "./types";
 
 export const LOGIND_NAME = "org.freedesktop.login1";
@@ -13,7 +13,7 @@ export const INHIBIT_WHAT = "shutdown:sleep:idle";
 const WHO = "devservices power2";
 
 /** True when logind owns its name on the bus the client is connected to. */
-export async function logindPresent(client: BusClient): Promise<boolean> {
+export async function logindPresent(client: Peers): Promise<boolean> {
   const reply = await client.callRaw(
     { destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameHasOwner", signature: "s", body: [LOGIND_NAME] },
     { timeoutMs: 5000 },
@@ -24,7 +24,7 @@ export async function logindPresent(client: BusClient): Promise<boolean> {
 export class LogindBackend implements PowerBackend {
   readonly kind = "logind";
   constructor(
-    private client: BusClient,
+    private client: Peers,
     private log: Logger,
     private onClose?: () => void,
   ) {}
