@@ -30,6 +30,9 @@ Usage:
       process. Default bus: $DEVSERVICES_BUS, else the system bus. Default board:
       $DEVSERVICES_BOARD, else virtual. Default state directory: /var/lib/devservices.
       Logs are JSON lines on stdout (pino); --log-level trace|debug|info|warn|error.
+      Under systemd (Type=notify) it reports READY=1, WATCHDOG=1 and STOPPING=1 on
+      $NOTIFY_SOCKET, and prefixes each log line with its priority (<6>{...}) when
+      stdout is the journal ($JOURNAL_STREAM).
 
   devservices call [--bus ADDRESS] [-n COUNT] [-i] [-f] [-w MS] URI [PAYLOAD]
       Calls a method, like luna-send. URI: luna://com.vendor.service.NAME/method/path or
