@@ -103,10 +103,40 @@ test("present -> SubscribeCacheObject -> subscribed; ExpireCacheObject is deferr
   await other.kill("SIGKILL");
   await eventually(async () => !existsSync(p), 5000);
   expectError(await t.call("TouchCacheObject", { pathName: p }), -199, /^TouchCacheObject: object not located: /);
-  // Without subscribe true nothing is held.
+});
+
+test("SubscribeCacheObject subscribes unconditionally (the spec's request is pathName alone): a plain call holds until its caller leaves", async () => {
   const q = await insert({ fileName: "q.txt" });
-  expect(await t.call("SubscribeCacheObject", { pathName: q })).toEqual({ returnValue: true, subscribed: false });
-  expect(await t.call("ExpireCacheObject", { pathName: q })).toEqual({ returnValue: true });
+  const plain = await t.env.client();
+  expect(await plain.call(FC, "SubscribeCacheObject", { pathName: q })).toEqual({ returnValue: true, subscribed: true });
+  expect(await plain.call(FC, "SubscribeCacheObject", { pathName: q, subscribe: false })).toEqual({ returnValue: true, subscribed: true });
+  expectError(await t.call("ExpireCacheObject", { pathName: q }), -198, /^ExpireCacheObject: expiry deferred/);
+  expect(t.env.rt!.server.stats().leases).toBe(2);
+  plain.close();
+  // Its subscriptions (and their leases) went with the connection; the deferred expiry ran.
+  await eventually(async () => !existsSync(q), 5000);
+  await eventually(() => t.env.rt!.server.stats().leases === 0);
+  expect(t.env.rt!.server.stats().topics).toBe(0);
+});
+
+test("an object removed while held (its file deleted behind the cache's back) ends its subscriptions", async () => {
+  const p = await insert({ fileName: "h.txt" });
+  const held = await t.client.subscribe(FC, "SubscribeCacheObject", { pathName: p }, () => {});
+  expect(held.first).toEqual({ returnValue: true, subscribed: true });
+  unlinkSync(p);
+  expectError(await t.call("TouchCacheObject", { pathName: p }), -199, /path no longer found in cache/);
+  await held.ended;
+  await eventually(() => t.env.rt!.server.stats().leases === 0 && t.env.rt!.server.stats().topics === 0);
+  expect(await typeStatus()).toMatchObject({ numObjs: 0, size: 0 });
+});
+
+test("sizes and lifetimes are Numbers (spec): a fraction of a byte counts as the next whole byte; lifetimes and costs keep theirs", async () => {
+  const p = await insert({ fileName: "f.bin", size: 10.5, cost: 2.5, lifetime: 1.5 });
+  expect(await t.call("GetCacheObjectSize", { pathName: p })).toEqual({ returnValue: true, size: 11 });
+  expect(await t.call("ResizeCacheObject", { pathName: p, newSize: 100.2 })).toEqual({ returnValue: true, newSize: 101 });
+  expect(await t.call("GetCacheObjectSize", { pathName: p })).toEqual({ returnValue: true, size: 101 });
+  expect(await typeStatus()).toMatchObject({ size: BLOCK, numObjs: 1 });
+  expect(await t.call("ExpireCacheObject", { pathName: p })).toEqual({ returnValue: true });
 });
 
 test("TouchCacheObject keeps the object present", async () => {

@@ -28,6 +28,7 @@ test("types, objects and their metadata survive a restart", async () => {
   await env.start(["filecache"], board());
   await call("DefineType", { typeName: "keep", loWatermark: 8192, hiWatermark: 65536, size: 100, cost: 3, lifetime: 10 });
   await call("DefineType", { typeName: "dirs", loWatermark: 0, hiWatermark: 65536, dirType: true });
+  await call("DefineType", { typeName: "small", loWatermark: 1000, hiWatermark: 2000 });
   const a = (await call("InsertCacheObject", { typeName: "keep", fileName: "a.png", size: 5000 })).pathName as string;
   writeFileSync(a, Buffer.alloc(4000));
   const b = (await call("InsertCacheObject", { typeName: "keep", fileName: "b.txt" })).pathName as string;
@@ -36,8 +37,12 @@ test("types, objects and their metadata survive a restart", async () => {
   const before = await call("GetCacheStatus");
   await env.start(["filecache"], board());
   expect(await call("GetCacheStatus")).toEqual(before);
-  expect(await call("GetCacheTypes")).toEqual({ returnValue: true, types: ["dirs", "keep"] });
+  expect(await call("GetCacheTypes")).toEqual({ returnValue: true, types: ["dirs", "keep", "small"] });
   expect(await call("DescribeType", { typeName: "keep" })).toEqual({ returnValue: true, loWatermark: 8192, hiWatermark: 65536, size: 100, cost: 3, lifetime: 10 });
+  // Watermarks are kept as given (reported padded): ChangeType still compares the given values.
+  expect(await call("DescribeType", { typeName: "small" })).toMatchObject({ loWatermark: BLOCK, hiWatermark: BLOCK });
+  expect((await call("ChangeType", { typeName: "small", loWatermark: 2500 })).errorCode).toBe(-200);
+  expect(await call("ChangeType", { typeName: "small", loWatermark: 1500 })).toEqual({ returnValue: true });
   expect(await call("GetCacheObjectFilename", { pathName: a })).toEqual({ returnValue: true, fileName: "a.png" });
   expect(await call("GetCacheObjectSize", { pathName: a })).toEqual({ returnValue: true, size: 5000 });
   expect(await call("GetCacheObjectSize", { pathName: b })).toEqual({ returnValue: true, size: 100 });

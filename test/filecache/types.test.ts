@@ -33,9 +33,21 @@ test("DefineType pads watermarks to 4096-byte blocks and fills defaults from the
   expect(await t.call("GetCacheStatus")).toMatchObject({ numTypes: 2, numObjs: 0, size: 0 });
 });
 
-test("-200: hiWatermark must be greater than loWatermark (DefineType, ChangeType), compared after padding", async () => {
+test("-200: hiWatermark must be greater than loWatermark (DefineType, ChangeType), compared as given", async () => {
   expectError(await t.call("DefineType", { typeName: "w1", loWatermark: 8192, hiWatermark: 8192 }), -200, /^DefineType: /, /hiWatermark must be greater than loWatermark/, /w1/);
-  expectError(await t.call("DefineType", { typeName: "w2", loWatermark: 4000, hiWatermark: 4090 }), -200, /^DefineType: .*w2/);
+  expectError(await t.call("DefineType", { typeName: "w2", loWatermark: 4090, hiWatermark: 4000 }), -200, /^DefineType: .*w2/);
+  // Within one block: different as given, the same once padded. Only what is reported is padded.
+  expect(await t.call("DefineType", { typeName: "w3", loWatermark: 1000, hiWatermark: 2000 })).toEqual({ returnValue: true });
+  expect(await t.call("DescribeType", { typeName: "w3" })).toMatchObject({ returnValue: true, loWatermark: BLOCK, hiWatermark: BLOCK });
+  expect(await t.call("ChangeType", { typeName: "w3", loWatermark: 1500 })).toEqual({ returnValue: true });
+  // ChangeType compares with the other watermark as it was given (2000), not as reported (4096).
+  expectError(await t.call("ChangeType", { typeName: "w3", loWatermark: 3000 }), -200, /^ChangeType: hiWatermark must be greater than loWatermark for type w3/);
+  expect(await t.call("ChangeType", { typeName: "w3", loWatermark: 3000, hiWatermark: 4000.5 })).toEqual({ returnValue: true });
+  expect(await t.call("DescribeType", { typeName: "w3" })).toMatchObject({ loWatermark: BLOCK, hiWatermark: BLOCK });
+  expect((await t.call("DeleteType", { typeName: "w3" })).returnValue).toBe(true);
+  expect(await t.call("DefineType", { typeName: "w4", loWatermark: 1000, hiWatermark: 2000, size: 0.5, lifetime: 2.5, cost: 0.5 })).toEqual({ returnValue: true });
+  expect(await t.call("DescribeType", { typeName: "w4" })).toMatchObject({ size: 1, lifetime: 2.5, cost: 0.5 });
+  expect((await t.call("DeleteType", { typeName: "w4" })).returnValue).toBe(true);
   expectError(await t.call("ChangeType", { typeName: "thumbs", hiWatermark: 4096 }), -200, /^ChangeType: hiWatermark must be greater than loWatermark for type thumbs/);
   expectError(await t.call("ChangeType", { typeName: "thumbs", loWatermark: 200000 }), -200, /^ChangeType: .*thumbs/);
   expect(await t.call("GetCacheTypes")).toEqual({ returnValue: true, types: ["music", "thumbs"] });
@@ -101,8 +113,18 @@ test("DeleteType expires all objects and returns freedSpace; -195 for an unknown
 
 test("a malformed payload is refused with the method's code; methods without error rows answer errorText alone", async () => {
   expectError(await t.call("ChangeType", "{not json"), -200, /^ChangeType: invalid JSON payload/);
-  const r = await t.call("GetCacheTypes", "[1]");
+  const r = await t.call("GetVersion", "[1]");
   expect(r.returnValue).toBe(false);
   expect(r.errorCode).toBeUndefined();
-  expect(r.errorText).toMatch(/^GetCacheTypes: /);
+  expect(r.errorText).toMatch(/^GetVersion: /);
+});
+
+test("GetCacheStatus and GetCacheTypes answer returnValue true whatever the payload (spec: always true)", async () => {
+  const status = await t.call("GetCacheStatus");
+  const types = await t.call("GetCacheTypes");
+  expect(status.returnValue).toBe(true);
+  for (const payload of ["[1]", "{not json", "42", '"text"', "null"]) {
+    expect([payload, await t.call("GetCacheStatus", payload)]).toEqual([payload, status]);
+    expect([payload, await t.call("GetCacheTypes", payload)]).toEqual([payload, types]);
+  }
 });

@@ -3,7 +3,7 @@
 // change. Spec part 2, file cache: resources, object states, limits.
 // Choices where the spec is silent: docs/decisions/filecache.md.
 import { basename, dirname, isAbsolute, join, relative, resolve, extname } from "node:path";
-import { fail } from "../../core/errors";
+import { raise } from "../../core/errors";
 import type { Logger } from "../../core/log";
 import { E, type Row } from "./errors";
 import { BLOCK, type FileCacheConfig } from "./config";
@@ -17,15 +17,19 @@ export const MAX_TYPE_NAME = 64;
 /** Collision names tried by CopyCacheObject: base-(1).ext up to base-(MAX_COPY_SUFFIX).ext. */
 export const MAX_COPY_SUFFIX = 999;
 
-const raise = (r: Row, extra: Record<string, unknown> = {}): never => fail(r.code, r.text, extra);
-
 /** Bytes padded up to whole 4096-byte blocks: how watermarks are reported and space is counted. */
 export const pad = (n: number) => Math.ceil(n / BLOCK) * BLOCK;
+/** A byte count given with a fraction counts as the next whole byte. */
+export const wholeBytes = (n: number) => Math.ceil(n);
 
 export interface CacheType {
   name: string;
+  /** Watermarks padded to blocks: what space is counted against and what is reported. */
   lo: number;
   hi: number;
+  /** Watermarks as given (DefineType, ChangeType): what hi > lo is checked on. */
+  loSet: number;
+  hiSet: number;
   size: number;
   cost: number;
   lifetime: number;
@@ -116,6 +120,8 @@ export class FileCache {
   private loTotal = 0;
   private lastId = 0;
   private unlinkAfterCommit: string[] = [];
+  /** Runs (after the change) for an object removed while subscriptions held it. */
+  onHeldRemoved?: (o: CacheObject) => void;
   private readonly cacheDir: string;
 
   private constructor(
@@ -240,6 +246,9 @@ export class FileCache {
     if (o.subs > 0) {
       t.pinned -= o.charge;
       t.held--;
+      // Its subscriptions have nothing left to hold: the service ends them once this change is done.
+      const gone = this.onHeldRemoved;
+      if (gone) queueMicrotask(() => gone(o));
     }
     this.addUsed(t, -o.charge);
     t.objects.delete(o);
@@ -332,7 +341,7 @@ export class FileCache {
     const def = {
       lo: pad(req.loWatermark),
       hi: pad(req.hiWatermark),
-      size: req.size ?? this.cfg.defaultSize,
+      size: req.size !== undefined ? wholeBytes(req.size) : this.cfg.defaultSize,
       cost: req.cost ?? this.cfg.defaultCost,
       lifetime: req.lifetime ?? this.cfg.defaultLifetime,
       dirType: req.dirType ?? false,
@@ -342,7 +351,8 @@ export class FileCache {
       const same = (Object.keys(def) as (keyof typeof def)[]).every((k) => old[k] === def[k]);
       raise(same ? E.typeExists(M, name) : E.differentConfig(M, name));
     }
-    if (def.hi <= def.lo) raise(E.hiNotAboveLo(M, name));
+    // Compared as given: only what is reported is padded (spec, cache type).
+    if (req.hiWatermark <= req.loWatermark) raise(E.hiNotAboveLo(M, name));
     if (this.loTotal + def.lo > this.total)
       raise(E.cannotConfigure(M, name, `loWatermark ${def.lo} cannot be guaranteed: ${this.loTotal} of the cache's ${this.total} bytes are guaranteed to other types`));
     const dir = join(this.cfg.cacheDirectory, name);
@@ -352,8 +362,8 @@ export class FileCache {
       raise(E.cannotConfigure(M, name, `cannot create ${dir}: ${(e as Error).message}`));
     }
     this.change(() => {
-      this.store.putType({ name, ...def, dirType: def.dirType ? 1 : 0 });
-      this.addType({ name, ...def, dir });
+      this.store.putType({ name, ...def, lo: req.loWatermark, hi: req.hiWatermark, dirType: def.dirType ? 1 : 0 });
+      this.addType({ name, ...def, loSet: req.loWatermark, hiSet: req.hiWatermark, dir });
     });
     this.log.info({ type: name, ...def }, "cache type defined");
   }
@@ -367,10 +377,12 @@ export class FileCache {
     return null;
   }
 
-  private addType(d: Omit<CacheType, "used" | "pinned" | "held" | "objects" | "order" | "ripening">): CacheType {
+  /** A type from its watermarks as given (d.loSet, d.hiSet); d.lo and d.hi are recomputed. */
+  private addType(d: Omit<CacheType, "lo" | "hi" | "used" | "pinned" | "held" | "objects" | "order" | "ripening">): CacheType {
     const t: CacheType = {
       ...d,
       lo: 0,
+      hi: pad(d.hiSet),
       used: 0,
       pinned: 0,
       held: 0,
@@ -379,7 +391,7 @@ export class FileCache {
       ripening: new IndexedHeap(ripensBefore),
     };
     this.types.set(t.name, t);
-    this.setLo(t, d.lo);
+    this.setLo(t, pad(d.loSet));
     return t;
   }
 
@@ -387,19 +399,24 @@ export class FileCache {
     const M = "ChangeType";
     const t = this.types.get(req.typeName);
     if (!t) return raise(E.changeTypeMissing(M, req.typeName));
-    const lo = req.loWatermark !== undefined ? pad(req.loWatermark) : t.lo;
-    const hi = req.hiWatermark !== undefined ? pad(req.hiWatermark) : t.hi;
-    if (hi <= lo) raise(E.hiNotAboveLo(M, t.name));
+    const loSet = req.loWatermark ?? t.loSet;
+    const hiSet = req.hiWatermark ?? t.hiSet;
+    // Compared as given: only what is reported is padded (spec, cache type).
+    if (hiSet <= loSet) raise(E.hiNotAboveLo(M, t.name));
+    const lo = pad(loSet);
+    const hi = pad(hiSet);
     if (this.loTotal - t.lo + lo > this.total)
       raise(E.cannotReserve(M, t.name, `${this.loTotal - t.lo} of the cache's ${this.total} bytes are guaranteed to other types`));
     if (hi < t.pinned) raise(E.cannotReserve(M, t.name, `subscribed objects hold ${t.pinned} bytes`));
     this.change(() => {
       this.setLo(t, lo);
       t.hi = hi;
-      if (req.size !== undefined) t.size = req.size;
+      t.loSet = loSet;
+      t.hiSet = hiSet;
+      if (req.size !== undefined) t.size = wholeBytes(req.size);
       if (req.cost !== undefined) t.cost = req.cost;
       if (req.lifetime !== undefined) t.lifetime = req.lifetime;
-      this.store.putType({ name: t.name, lo, hi, size: t.size, cost: t.cost, lifetime: t.lifetime, dirType: t.dirType ? 1 : 0 });
+      this.store.putType({ name: t.name, lo: loSet, hi: hiSet, size: t.size, cost: t.cost, lifetime: t.lifetime, dirType: t.dirType ? 1 : 0 });
       for (let o = this.candidate(t); t.used > t.hi && o; o = this.candidate(t)) this.removeObject(o, "hiWatermark lowered");
     });
   }
@@ -429,7 +446,7 @@ export class FileCache {
     if (FileCache.validTypeName(req.typeName)) raise(E.noSuchTypeDefined(M, req.typeName));
     const t = this.types.get(req.typeName);
     if (!t) return raise(E.typeMissing(M, req.typeName));
-    const size = req.size ?? (t.size > 0 ? t.size : 0);
+    const size = req.size !== undefined ? wholeBytes(req.size) : t.size > 0 ? t.size : 0;
     if (size <= 0) raise(E.noSize(M, t.name));
     if (t.dirType && size <= BLOCK) raise(E.dirTypeTooSmall(M, t.name));
     const charge = pad(size);
@@ -545,8 +562,9 @@ export class FileCache {
     this.change(() => this.removeObject(o, "expired"));
   }
 
-  resize(o: CacheObject, newSize: number): void {
+  resize(o: CacheObject, requested: number): void {
     const M = "ResizeCacheObject";
+    const newSize = wholeBytes(requested);
     const written = files.measure(o.path, o.type.dirType) ?? 0;
     if (newSize < written) raise(E.cannotResize(M, o.path, `it already holds ${written} bytes`));
     if (o.type.dirType && newSize <= BLOCK) raise(E.cannotResize(M, o.path, "objects of a dirType type need more than 1 block"));
@@ -603,7 +621,8 @@ export class FileCache {
       for (const r of this.store.types()) {
         const dir = join(this.cfg.cacheDirectory, r.name);
         files.ensureDir(dir);
-        this.addType({ name: r.name, lo: r.lo, hi: r.hi, size: r.size, cost: r.cost, lifetime: r.lifetime, dirType: r.dirType === 1, dir });
+        // Rows hold the watermarks as given (rows written before that hold them padded, which is the same).
+        this.addType({ name: r.name, loSet: r.lo, hiSet: r.hi, size: r.size, cost: r.cost, lifetime: r.lifetime, dirType: r.dirType === 1, dir });
       }
       this.lastId = this.store.lastId();
       for (const r of this.store.objects()) {

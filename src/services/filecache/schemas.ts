@@ -7,7 +7,13 @@ const Response = z.looseObject(base);
 /** Methods whose success fields are all required still fail on a malformed request. */
 const Failure = z.looseObject({ returnValue: z.literal(false), errorCode: z.number().optional(), errorText: z.string() });
 const orFailure = <T extends z.ZodType>(success: T) => z.union([success, Failure]);
-const bytes = z.number().int().nonnegative();
+/**
+ * Sizes, watermarks and lifetimes are Numbers, not negative (spec, limits); a byte
+ * count with a fraction is taken as the next whole byte (decisions, "Numbers").
+ */
+const bytes = z.number().nonnegative();
+const seconds = z.number().nonnegative();
+const typeCost = z.number().min(0).max(100);
 const typeName = z.string().describe("cache type name: up to 64 characters, not starting with '.'");
 const pathName = z.string().describe("the pathName InsertCacheObject returned");
 const level = 11;
@@ -20,8 +26,8 @@ export const api = {
       loWatermark: bytes.optional(),
       hiWatermark: bytes.optional(),
       size: bytes.optional(),
-      cost: z.number().int().min(0).max(100).optional(),
-      lifetime: bytes.optional().describe("seconds"),
+      cost: typeCost.optional(),
+      lifetime: seconds.optional().describe("seconds"),
     }),
     response: Response,
     level,
@@ -43,8 +49,8 @@ export const api = {
       loWatermark: bytes.describe("bytes guaranteed to the type"),
       hiWatermark: bytes.describe("bytes the type may use at most; greater than loWatermark"),
       size: bytes.optional().describe("default object size in bytes (0: none)"),
-      cost: z.number().int().min(0).max(100).optional().describe("default object cost"),
-      lifetime: bytes.optional().describe("default object lifetime in seconds"),
+      cost: typeCost.optional().describe("default object cost"),
+      lifetime: seconds.optional().describe("default object lifetime in seconds"),
       dirType: z.boolean().optional().describe("objects are directories"),
     }),
     response: Response,
@@ -87,11 +93,9 @@ export const api = {
     level,
   },
   GetCacheStatus: {
-    summary: "Number of types and objects, bytes used by all objects and bytes still available.",
+    summary: "Number of types and objects, bytes used by all objects and bytes still available (returnValue always true).",
     request: z.looseObject({}),
-    response: orFailure(
-      z.looseObject({ returnValue: z.literal(true), numTypes: z.number(), size: z.number(), numObjs: z.number(), availSpace: z.number() }),
-    ),
+    response: z.looseObject({ returnValue: z.literal(true), numTypes: z.number(), size: z.number(), numObjs: z.number(), availSpace: z.number() }),
     level,
   },
   GetCacheTypeStatus: {
@@ -101,9 +105,9 @@ export const api = {
     level,
   },
   GetCacheTypes: {
-    summary: "The names of the defined types (no types field when there is none).",
+    summary: "The names of the defined types (no types field when there is none; returnValue always true).",
     request: z.looseObject({}),
-    response: orFailure(z.looseObject({ returnValue: z.literal(true), types: z.array(z.string()).optional() })),
+    response: z.looseObject({ returnValue: z.literal(true), types: z.array(z.string()).optional() }),
     level,
   },
   GetVersion: {
@@ -118,9 +122,9 @@ export const api = {
     request: z.looseObject({
       typeName,
       fileName: z.string().describe("stored; its extension is kept in pathName"),
-      size: z.number().int().positive().optional().describe("bytes; required when the type has no default size"),
-      cost: z.number().int().min(1).max(100).optional(),
-      lifetime: bytes.optional().describe("seconds"),
+      size: z.number().positive().optional().describe("bytes; required when the type has no default size"),
+      cost: z.number().min(1).max(100).optional(),
+      lifetime: seconds.optional().describe("seconds"),
       subscribe: z.boolean().optional(),
     }),
     response: Response.extend({ pathName: z.string().optional(), subscribed: z.boolean().optional() }),
@@ -129,15 +133,16 @@ export const api = {
   },
   ResizeCacheObject: {
     summary: "Declares a new size for an object (growing may expire other objects).",
-    request: z.looseObject({ pathName, newSize: z.number().int().positive().describe("bytes") }),
+    request: z.looseObject({ pathName, newSize: z.number().positive().describe("bytes") }),
     response: Response.extend({ newSize: z.number().optional() }),
     level,
   },
   SubscribeCacheObject: {
-    summary: "With subscribe true, holds an object: it is not expired while any subscription is active.",
-    request: z.looseObject({ pathName, subscribe: z.boolean().optional() }),
+    summary: "Holds an object (always a subscription): it is not expired while any subscription is active.",
+    request: z.looseObject({ pathName, subscribe: z.boolean().optional().describe("ignored: the call always subscribes") }),
     response: Response.extend({ subscribed: z.boolean() }),
     subscribable: true,
+    alwaysSubscribes: true,
     level,
   },
   TouchCacheObject: {

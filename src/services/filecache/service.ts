@@ -1,18 +1,20 @@
 // File cache service (spec part 2, com.vendor.service.filecache): a shared cache
 // space of objects grouped in types with watermarks. The logic lives in cache.ts;
-// this file maps the spec's methods onto it.
-import { fail, type Json } from "../../core/errors";
-import { defineService, type Call } from "../../core/service";
+// this file maps the spec's methods onto it. An open write (the inserting
+// subscription) and a hold (SubscribeCacheObject) are leases of the caller bound to
+// their subscription; an object's subscriptions are the topic objectKey(id).
+import { raise, ok, ServiceError, type Json } from "../../core/errors";
+import { defineService, type BadRequest } from "../../core/service";
 import { api } from "./schemas";
 import { E, BAD_REQUEST_CODE } from "./errors";
 import { loadConfig } from "./config";
-import { API_VERSION, FileCache, type InsertRequest, type TypeDefinition } from "./cache";
-import { identityOf } from "./backend/files";
-import { ensureDir } from "./backend/files";
+import { API_VERSION, FileCache, type CacheObject } from "./cache";
+import { identityOf, ensureDir } from "./backend/files";
 
 /** One line of the request problem, for errorText. */
-function problemText(method: string, p: { kind: "json" | "schema"; message: string; missing?: string; path?: (string | number)[] }) {
+function problemText(method: string, p: Parameters<BadRequest>[1]) {
   if (p.kind === "json") return `${method}: invalid JSON payload: ${p.message}`;
+  if (p.kind === "limits") return `${method}: ${p.message}`;
   if (p.missing !== undefined) return `${method}: ${p.missing} is required`;
   const first = p.message.split("\n")[0]!.replace(/^✖\s*/, "");
   return `${method}: invalid ${p.path?.join(".") || "payload"}: ${first}`;
@@ -20,6 +22,22 @@ function problemText(method: string, p: { kind: "json" | "schema"; message: stri
 
 /** SubscribeCacheObject always answers `subscribed` (the spec marks it required). */
 const extraFor = (method: string): Json => (method === "SubscribeCacheObject" ? { subscribed: false } : {});
+
+/** The topic of an object's subscriptions (its writer's and SubscribeCacheObject's). */
+const objectKey = (o: CacheObject) => `object/${o.id}`;
+
+const statusOf = (cache: FileCache) => ({ returnValue: true as const, ...cache.status() });
+const typesOf = (cache: FileCache) => {
+  const types = [...cache.types.keys()].sort();
+  return types.length ? { returnValue: true as const, types } : { returnValue: true as const };
+};
+
+/**
+ * Open caches of this process, newest last. GetCacheStatus and GetCacheTypes answer
+ * returnValue true whatever the payload (spec), so badRequest, which is the
+ * module's and not an instance's, answers them from the cache being served.
+ */
+const open: FileCache[] = [];
 
 export default defineService({
   spec: {
@@ -29,6 +47,9 @@ export default defineService({
       "File cache: a shared space of cache objects grouped in types with low and high watermarks; objects are expired automatically as space is needed, unless subscribed.",
     api,
     badRequest: (method, p) => {
+      const live = open.at(-1);
+      if (live && method === "GetCacheStatus") return statusOf(live);
+      if (live && method === "GetCacheTypes") return typesOf(live);
       const code = BAD_REQUEST_CODE[method] ?? null;
       return { ...(code === null ? {} : { errorCode: code }), errorText: problemText(method, p), ...extraFor(method) };
     },
@@ -36,133 +57,129 @@ export default defineService({
   },
 
   create(ctx) {
-    const cfg = loadConfig(ctx.config as Record<string, unknown>, ctx.stateDir, ctx.log);
+    const cfg = loadConfig(ctx.config, ctx.stateDir, ctx.log);
     ensureDir(cfg.copyDirectory);
     const cache = FileCache.open(cfg, ctx.log);
+    open.push(cache);
     ctx.log.info({ configFile: cfg.configFile, cacheDirectory: cfg.cacheDirectory, totalCacheSpace: cfg.totalCacheSpace }, "file cache configuration");
+    // An object removed while held (its file deleted behind the cache's back): its subscriptions end.
+    cache.onHeldRemoved = (o) => ctx.topics.end(objectKey(o));
 
-    const typeRequired = (method: string, name: string, missing: typeof E.typeMissing) => {
-      const t = cache.type(name);
-      if (!t) return fail(missing(method, name).code, missing(method, name).text);
-      return t;
+    const typeRequired = (method: string, name: string) => cache.type(name) ?? raise(E.typeMissing(method, name));
+
+    /** The inserting subscription ended (cancel or disconnect): the write is complete. */
+    const completeWrite = (o: CacheObject) => {
+      try {
+        cache.writeCompleted(o);
+      } catch (e) {
+        ctx.log.error({ err: e, path: o.path }, "completing a cache object's write failed");
+      }
+    };
+
+    const unhold = (o: CacheObject) => {
+      try {
+        cache.unsubscribe(o);
+      } catch (e) {
+        ctx.log.error({ err: e, path: o.path }, "ending a cache object subscription failed");
+      }
     };
 
     return {
       handlers: {
-        ChangeType(req: Partial<TypeDefinition> & { typeName: string }) {
+        ChangeType(req) {
           cache.changeType(req);
-          return { returnValue: true };
+          return ok();
         },
 
-        async CopyCacheObject(req: { pathName: string; destination?: string; fileName?: string }, call: Call) {
+        async CopyCacheObject(req, call) {
           const o = cache.resolve("CopyCacheObject", req.pathName);
           const newPathName = await cache.copy(o, req.destination ?? cfg.copyDirectory, req.fileName, identityOf(call.caller));
-          return { returnValue: true, newPathName };
+          return ok({ newPathName });
         },
 
-        DefineType(req: TypeDefinition) {
+        DefineType(req) {
           cache.defineType(req);
-          return { returnValue: true };
+          return ok();
         },
 
-        DeleteType(req: { typeName: string }) {
-          return { returnValue: true, freedSpace: cache.deleteType(req.typeName) };
+        DeleteType(req) {
+          return ok({ freedSpace: cache.deleteType(req.typeName) });
         },
 
-        DescribeType(req: { typeName: string }) {
-          const t = typeRequired("DescribeType", req.typeName, E.typeMissing);
-          return { returnValue: true, loWatermark: t.lo, hiWatermark: t.hi, size: t.size, cost: t.cost, lifetime: t.lifetime };
+        DescribeType(req) {
+          const t = typeRequired("DescribeType", req.typeName);
+          return ok({ loWatermark: t.lo, hiWatermark: t.hi, size: t.size, cost: t.cost, lifetime: t.lifetime });
         },
 
-        ExpireCacheObject(req: { pathName: string }) {
+        ExpireCacheObject(req) {
           cache.expire(cache.resolve("ExpireCacheObject", req.pathName));
-          return { returnValue: true };
+          return ok();
         },
 
-        GetCacheObjectFilename(req: { pathName: string }) {
+        GetCacheObjectFilename(req) {
           const o = cache.resolve("GetCacheObjectFilename", req.pathName, E.objectMissing);
-          return { returnValue: true, fileName: o.fileName };
+          return ok({ fileName: o.fileName });
         },
 
-        GetCacheObjectSize(req: { pathName: string }) {
+        GetCacheObjectSize(req) {
           const o = cache.resolve("GetCacheObjectSize", req.pathName, E.objectMissing);
-          return { returnValue: true, size: o.size };
+          return ok({ size: o.size });
         },
 
-        GetCacheStatus() {
-          return { returnValue: true, ...cache.status() };
+        GetCacheStatus: () => statusOf(cache),
+
+        GetCacheTypeStatus(req) {
+          const t = typeRequired("GetCacheTypeStatus", req.typeName);
+          return ok({ size: t.used, numObjs: t.objects.size });
         },
 
-        GetCacheTypeStatus(req: { typeName: string }) {
-          const t = typeRequired("GetCacheTypeStatus", req.typeName, E.typeMissing);
-          return { returnValue: true, size: t.used, numObjs: t.objects.size };
-        },
+        GetCacheTypes: () => typesOf(cache),
 
-        GetCacheTypes() {
-          const types = [...cache.types.keys()].sort();
-          return types.length ? { returnValue: true, types } : { returnValue: true };
-        },
+        GetVersion: () => ok({ version: API_VERSION }),
 
-        GetVersion() {
-          return { returnValue: true, version: API_VERSION };
-        },
-
-        InsertCacheObject(req: InsertRequest & { subscribe?: boolean }, call: Call) {
+        InsertCacheObject(req, call) {
           const sub = call.subscription;
           const o = cache.insert(req, identityOf(call.caller), !!sub);
-          if (!sub) return { returnValue: true, pathName: o.path };
+          if (!sub) return ok({ pathName: o.path });
           // The write completes when the caller ends the call (cancel or disconnect).
-          sub.onEnd(() => {
-            try {
-              cache.writeCompleted(o);
-            } catch (e) {
-              ctx.log.error({ err: e, path: o.path }, "completing a cache object's write failed");
-            }
-          });
-          return { returnValue: true, pathName: o.path, subscribed: true };
+          ctx.leases.take(call.caller.name, `write/${o.id}`, { boundTo: sub, release: () => completeWrite(o) });
+          ctx.topics.add(objectKey(o), sub);
+          return ok({ pathName: o.path, subscribed: true });
         },
 
-        ResizeCacheObject(req: { pathName: string; newSize: number }) {
+        ResizeCacheObject(req) {
           const o = cache.resolve("ResizeCacheObject", req.pathName);
           cache.resize(o, req.newSize);
-          return { returnValue: true, newSize: o.size };
+          return ok({ newSize: o.size });
         },
 
-        SubscribeCacheObject(req: { pathName: string }, call: Call) {
-          let o;
+        SubscribeCacheObject(req, call) {
+          let o: CacheObject;
           try {
             o = cache.resolve("SubscribeCacheObject", req.pathName);
-          } catch (e: any) {
-            if (e?.fields) fail(e.fields.errorCode, e.fields.errorText, { subscribed: false });
+          } catch (e) {
+            if (e instanceof ServiceError) throw new ServiceError({ ...e.fields, subscribed: false });
             throw e;
           }
-          const sub = call.subscription;
-          if (!sub) {
-            cache.touch(o);
-            return { returnValue: true, subscribed: false };
-          }
+          // alwaysSubscribes: the spec's state table subscribes unconditionally.
+          const sub = call.subscription ?? raise(E.objectNotLocated("SubscribeCacheObject", req.pathName), { subscribed: false });
           cache.subscribe(o);
-          sub.onEnd(() => {
-            try {
-              cache.unsubscribe(o);
-            } catch (e) {
-              ctx.log.error({ err: e, path: o.path }, "ending a cache object subscription failed");
-            }
-          });
-          return { returnValue: true, subscribed: true };
+          ctx.leases.take(call.caller.name, `hold/${o.id}`, { exclusive: false, boundTo: sub, release: () => unhold(o) });
+          ctx.topics.add(objectKey(o), sub);
+          return ok({ subscribed: true });
         },
 
-        TouchCacheObject(req: { pathName: string }) {
+        TouchCacheObject(req) {
           cache.touch(cache.resolve("TouchCacheObject", req.pathName));
-          return { returnValue: true };
+          return ok();
         },
       },
 
-      // Everything a client holds here is a subscription, and those end by
-      // themselves when the client goes (their onEnd hooks above do the rest).
-      clientGone() {},
-
+      // Nothing per client here: writes and holds are leases bound to their
+      // subscriptions, which end on cancel or disconnect.
       stop() {
+        const i = open.indexOf(cache);
+        if (i >= 0) open.splice(i, 1);
         cache.close();
       },
     };
