@@ -30,7 +30,7 @@ export const DEFAULT_APPLICATION_DIR = "/usr/share/devservices/applications";
 interface RunningIntent {
   id: number;
   handler: HandlerEntry;
-  timer: ReturnType<typeof setTimeout>;
+  timer?: ReturnType<typeof setTimeout>;
 }
 
 /** The topic of an intent's result subscribers (start with subscribe, subscribeResult). */
@@ -119,7 +119,7 @@ export default defineService({
         const intent = requireKeys(req.intent);
         const handler = matchIntent(pool, intent)[0] ?? raise(E.noHandler);
         const id = nextIntentId++;
-        const rec: RunningIntent = { id, handler, timer: undefined as any };
+        const rec: RunningIntent = { id, handler };
         if (intents.size >= cfg.maxIntents) expire(intents.values().next().value!, "too many running intents");
         touch(rec);
         // Subscribed before the launch: a quick handler's result waits for our first response.
