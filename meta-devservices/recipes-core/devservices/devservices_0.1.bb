@@ -104,7 +104,6 @@ RDEPENDS:${PN} = "dbus"
 # bundle, and there are no debug symbols to split off.
 INHIBIT_PACKAGE_STRIP = "1"
 INHIBIT_PACKAGE_DEBUG_SPLIT = "1"
-INSANE_SKIP:${PN} += "already-stripped ldflags textrel"
 
 do_configure[noexec] = "1"
 do_compile[noexec] = "1"
