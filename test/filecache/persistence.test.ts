@@ -131,3 +131,32 @@ test("FileCache.conf: its options override the recipe's; a smaller totalCacheSpa
   expect(paths.filter((p) => existsSync(p))).toEqual(paths.slice(8));
   rmSync(conf);
 });
+
+test("a stopped service closes its metadata database for real: no -wal or -shm file is left for a later close to checkpoint", async () => {
+  const { env, call } = await setup();
+  await env.start(["filecache"], board());
+  await call("DefineType", { typeName: "t", loWatermark: 0, hiWatermark: 65536, size: 100 });
+  await call("InsertCacheObject", { typeName: "t", fileName: "a" });
+  const db = join(env.stateDir, "filecache", "filecache.db");
+  expect(existsSync(`${db}-wal`)).toBe(true);
+  await env.stopServices();
+  // A connection left open (unfinalized statements) would keep both until garbage
+  // collection closed it, checkpointing under an exclusive lock at any later moment.
+  expect(existsSync(`${db}-wal`)).toBe(false);
+  expect(existsSync(`${db}-shm`)).toBe(false);
+});
+
+test("a start while another process holds the metadata database waits for it instead of failing with SQLITE_BUSY", async () => {
+  const { env, call } = await setup();
+  await env.start(["filecache"], board());
+  await env.stopServices();
+  const db = join(env.stateDir, "filecache", "filecache.db");
+  // Another process holds the file exclusively for 300 ms (as a closing connection's checkpoint does).
+  const holder = spawnScript("test/fixtures/sqlite-lock-holder.ts", [db, "300"]);
+  await holder.waitFor("LOCKED");
+  const t0 = performance.now();
+  await env.start(["filecache"], board());
+  expect(performance.now() - t0).toBeGreaterThanOrEqual(200);
+  expect(await call("GetCacheStatus")).toMatchObject({ returnValue: true, numObjs: 0 });
+  await holder.proc.exited;
+});

@@ -61,12 +61,16 @@ export class MetadataStore {
 
   constructor(readonly file: string) {
     this.db = new Database(file, { create: true, strict: true });
+    // First, before anything reads the file: another process's last connection may be
+    // closing it (checkpointing the WAL under an exclusive lock, a restart right after
+    // a stop), and without a busy timeout the first statement fails at once with
+    // SQLITE_BUSY instead of waiting for it.
+    this.db.exec("PRAGMA busy_timeout = 5000");
     // WAL: a commit is one append, readers never block, and a killed process loses
     // nothing committed. NORMAL sync: a power cut may lose the last commits, never
     // consistency; start-up reconciliation covers both.
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");
-    this.db.exec("PRAGMA busy_timeout = 5000");
     this.db.exec(SCHEMA);
     const q = (sql: string) => this.db.prepare(sql);
     this.s = {
@@ -169,7 +173,14 @@ export class MetadataStore {
     this.s.finishWrite.run(size, id);
   }
 
+  /**
+   * Closes the connection for real: prepared statements left unfinalized would make
+   * SQLite keep it open (sqlite3_close_v2) until they are garbage-collected, and
+   * that late close, checkpointing the WAL under an exclusive lock, would then land
+   * in the middle of whoever opens the database next.
+   */
   close() {
+    for (const st of Object.values(this.s)) st.finalize();
     this.db.close();
   }
 }
