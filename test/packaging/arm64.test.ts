@@ -57,7 +57,7 @@ test("under qemu-aarch64 it serves testautomation on a private bus; the host's b
       const c = call();
       return c.exitCode === 0 ? c : null;
     }, 60000, 250);
-    expect(r.stdout.toString()).toBe('{"Message":"hi"}\n');
+    expect(r!.stdout.toString()).toBe('{"Message":"hi"}\n');
   } finally {
     p.kill("SIGTERM");
     expect(await p.exited).toBe(0);
