@@ -1,6 +1,7 @@
-// rtnetlink (linux/netlink.h, linux/rtnetlink.h, linux/if_link.h): an AF_NETLINK
-// NETLINK_ROUTE socket for listing, creating (VLAN and other kinds), bringing up and
-// deleting links, and for the kernel's multicast notifications (RTNLGRP_LINK, ...).
+// rtnetlink (linux/netlink.h, linux/rtnetlink.h, linux/if_link.h, linux/if_addr.h):
+// an AF_NETLINK NETLINK_ROUTE socket for listing, creating (VLAN and other kinds),
+// bringing up and deleting links, listing and adding addresses (RTM_*ADDR) and
+// routes (RTM_*ROUTE), and for the kernel's multicast notifications (RTNLGRP_LINK, ...).
 //
 // The socket is non-blocking and read on the platform's event source (loop.ts):
 // request() sends and returns a promise, settled by the ack, the reply or the end
@@ -24,6 +25,15 @@ export const NLM_F_REQUEST = 0x01, NLM_F_MULTI = 0x02, NLM_F_ACK = 0x04, NLM_F_E
 export const NLMSG_NOOP = 1, NLMSG_ERROR = 2, NLMSG_DONE = 3, NLMSGERR_ATTR_MSG = 1;
 export const NLMSG_ALIGNTO = 4, NLA_ALIGNTO = 4;
 export const RTM_NEWLINK = 16, RTM_DELLINK = 17, RTM_GETLINK = 18;
+export const RTM_NEWADDR = 20, RTM_DELADDR = 21, RTM_GETADDR = 22, RTM_NEWROUTE = 24, RTM_DELROUTE = 25, RTM_GETROUTE = 26;
+export const AF_INET = 2, AF_INET6 = 10;
+/** linux/if_addr.h: ifaddrmsg attributes. */
+export const IFA_ADDRESS = 1, IFA_LOCAL = 2, IFA_LABEL = 3, IFA_BROADCAST = 4;
+/** linux/rtnetlink.h: rtmsg attributes, tables, protocols, scopes and route types. */
+export const RTA_DST = 1, RTA_OIF = 4, RTA_GATEWAY = 5, RTA_PRIORITY = 6, RTA_PREFSRC = 7, RTA_TABLE = 15;
+export const RT_TABLE_MAIN = 254, RTPROT_KERNEL = 2, RTPROT_BOOT = 3, RTPROT_STATIC = 4;
+export const RT_SCOPE_UNIVERSE = 0, RT_SCOPE_LINK = 253, RT_SCOPE_HOST = 254;
+export const RTN_UNICAST = 1, RTN_BLACKHOLE = 6, RTN_UNREACHABLE = 7;
 export const IFLA_ADDRESS = 1, IFLA_IFNAME = 3, IFLA_MTU = 4, IFLA_LINK = 5, IFLA_OPERSTATE = 16, IFLA_LINKINFO = 18;
 export const IFLA_INFO_KIND = 1, IFLA_INFO_DATA = 2;
 export const IFLA_VLAN_ID = 1, IFLA_VLAN_PROTOCOL = 5;
@@ -49,6 +59,14 @@ export const structs = {
     fields: { ifi_family: 0, __ifi_pad: 1, ifi_type: 2, ifi_index: 4, ifi_flags: 8, ifi_change: 12 },
   },
   rtattr: { c: "struct rtattr", size: 4, fields: { rta_len: 0, rta_type: 2 } },
+  ifaddrmsg: {
+    c: "struct ifaddrmsg", size: 8,
+    fields: { ifa_family: 0, ifa_prefixlen: 1, ifa_flags: 2, ifa_scope: 3, ifa_index: 4 },
+  },
+  rtmsg: {
+    c: "struct rtmsg", size: 12,
+    fields: { rtm_family: 0, rtm_dst_len: 1, rtm_src_len: 2, rtm_tos: 3, rtm_table: 4, rtm_protocol: 5, rtm_scope: 6, rtm_type: 7, rtm_flags: 8 },
+  },
 } as const;
 const S = structs;
 
@@ -538,4 +556,248 @@ export function watchLinks(onEvent: (ev: LinkEvent) => void, nl?: RtNetlink, onE
       if (!nl) s.close();
     },
   };
+}
+
+// Addresses and routes (RTM_*ADDR, RTM_*ROUTE).
+
+/** An IPv4 or IPv6 address in text form as its bytes (4 or 16); undefined when it is neither. */
+export function addressBytes(text: string): Buffer | undefined {
+  const v4 = parseIPv4(text);
+  if (v4) return v4;
+  return parseIPv6(text);
+}
+
+function parseIPv4(text: string): Buffer | undefined {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (!m) return undefined;
+  const b = m.slice(1).map(Number);
+  if (b.some((x, i) => x > 255 || (m[i + 1]!.length > 1 && m[i + 1]!.startsWith("0")))) return undefined;
+  return Buffer.from(b);
+}
+
+function parseIPv6(text: string): Buffer | undefined {
+  if (!/^[0-9a-fA-F:.]+$/.test(text) || text.length > 45) return undefined;
+  let head = text, tail = "";
+  const dbl = text.indexOf("::");
+  if (dbl >= 0) {
+    if (text.indexOf("::", dbl + 1) >= 0) return undefined;
+    head = text.slice(0, dbl);
+    tail = text.slice(dbl + 2);
+  }
+  const words = (s: string): number[] | undefined => {
+    if (s === "") return [];
+    const out: number[] = [];
+    const parts = s.split(":");
+    for (const [i, p] of parts.entries()) {
+      if (i === parts.length - 1 && p.includes(".")) {
+        const v4 = parseIPv4(p);
+        if (!v4) return undefined;
+        out.push(v4.readUInt16BE(0), v4.readUInt16BE(2));
+      } else if (/^[0-9a-fA-F]{1,4}$/.test(p)) out.push(parseInt(p, 16));
+      else return undefined;
+    }
+    return out;
+  };
+  const h = words(head), t = words(tail);
+  if (!h || !t) return undefined;
+  if (dbl < 0 ? h.length !== 8 : h.length + t.length > 7) return undefined;
+  const all = [...h, ...Array(8 - h.length - t.length).fill(0), ...t];
+  const b = Buffer.alloc(16);
+  all.forEach((w, i) => b.writeUInt16BE(w, 2 * i));
+  return b;
+}
+
+/** Text form of a 4- or 16-byte address (IPv6 compressed as RFC 5952). */
+export function addressText(b: Uint8Array): string {
+  if (b.length === 4) return [...b].join(".");
+  const w = Array.from({ length: 8 }, (_, i) => (b[2 * i]! << 8) | b[2 * i + 1]!);
+  let best = -1, bestLen = 1;
+  for (let i = 0; i < 8;) {
+    if (w[i] !== 0) { i++; continue; }
+    let j = i;
+    while (j < 8 && w[j] === 0) j++;
+    if (j - i > bestLen) { best = i; bestLen = j - i; }
+    i = j;
+  }
+  const hex = w.map((x) => x.toString(16));
+  if (best < 0) return hex.join(":");
+  return `${hex.slice(0, best).join(":")}::${hex.slice(best + bestLen).join(":")}`;
+}
+
+export interface Address {
+  /** The link's index. */
+  index: number;
+  family: number;
+  prefixLen: number;
+  scope: number;
+  /** IFA_LOCAL when present (the interface's own address), else IFA_ADDRESS. */
+  address: string;
+  /** IFA_ADDRESS: the peer on point-to-point links, else the same as address. */
+  peer?: string;
+  broadcast?: string;
+  label?: string;
+}
+
+export function decodeAddress(body: Buffer): Address {
+  const ifa = new Struct(S.ifaddrmsg, body);
+  const a = parseAttrs(body, S.ifaddrmsg.size);
+  const local = a.get(IFA_LOCAL), addr = a.get(IFA_ADDRESS), brd = a.get(IFA_BROADCAST), label = a.get(IFA_LABEL);
+  const out: Address = {
+    index: ifa.u32("ifa_index"), family: ifa.u8("ifa_family"), prefixLen: ifa.u8("ifa_prefixlen"), scope: ifa.u8("ifa_scope"),
+    address: addressText(local ?? addr ?? Buffer.alloc(0)),
+  };
+  if (addr) out.peer = addressText(addr);
+  if (brd) out.broadcast = addressText(brd);
+  if (label) out.label = label.toString("utf8").replace(/\0.*$/s, "");
+  return out;
+}
+
+/** RTM_GETADDR dump: the addresses of the namespace, of one family (AF_INET, AF_INET6) or all. */
+export async function listAddresses(family = AF_UNSPEC, nl?: RtNetlink): Promise<Address[]> {
+  const body = struct(S.ifaddrmsg).setU8("ifa_family", family).buf;
+  const msgs = await withSocket(nl, (s) => s.request("RTM_GETADDR", RTM_GETADDR, NLM_F_DUMP, body));
+  return msgs.filter((m) => m.type === RTM_NEWADDR).map((m) => decodeAddress(m.body)).filter((a) => family === AF_UNSPEC || a.family === family);
+}
+
+export interface NewAddress {
+  /** IPv4 or IPv6 address in text form. */
+  address: string;
+  prefixLen: number;
+  /** IPv4 broadcast (IFA_BROADCAST), text form. */
+  broadcast?: string;
+}
+
+function familyOf(b: Buffer): number {
+  return b.length === 4 ? AF_INET : AF_INET6;
+}
+
+function mustAddress(text: string): Buffer {
+  const b = addressBytes(text);
+  if (!b) throw new RangeError(`not an IPv4 or IPv6 address: ${text}`);
+  return b;
+}
+
+/** RTM_NEWADDR (NLM_F_CREATE|NLM_F_EXCL): adds an address to a link; EEXIST when it is there. */
+export async function addAddress(link: string | number, a: NewAddress, nl?: RtNetlink): Promise<void> {
+  const addr = mustAddress(a.address);
+  const family = familyOf(addr);
+  if (!Number.isInteger(a.prefixLen) || a.prefixLen < 0 || a.prefixLen > addr.length * 8) throw new RangeError(`prefix length: ${a.prefixLen}`);
+  await withSocket(nl, async (s) => {
+    const ifa = struct(S.ifaddrmsg).setU8("ifa_family", family).setU8("ifa_prefixlen", a.prefixLen)
+      .setU8("ifa_scope", RT_SCOPE_UNIVERSE).setU32("ifa_index", await indexOf(link, s));
+    const attrs: Attr[] = [{ type: IFA_LOCAL, value: addr }, { type: IFA_ADDRESS, value: addr }];
+    if (a.broadcast !== undefined) attrs.push({ type: IFA_BROADCAST, value: mustAddress(a.broadcast) });
+    await s.request(`RTM_NEWADDR ${a.address}/${a.prefixLen} ${link}`, RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+      Buffer.concat([ifa.buf, encodeAttrs(attrs)]));
+  });
+}
+
+/** RTM_DELADDR: removes an address from a link. */
+export async function deleteAddress(link: string | number, a: NewAddress, nl?: RtNetlink): Promise<void> {
+  const addr = mustAddress(a.address);
+  await withSocket(nl, async (s) => {
+    const ifa = struct(S.ifaddrmsg).setU8("ifa_family", familyOf(addr)).setU8("ifa_prefixlen", a.prefixLen).setU32("ifa_index", await indexOf(link, s));
+    await s.request(`RTM_DELADDR ${a.address}/${a.prefixLen} ${link}`, RTM_DELADDR, NLM_F_ACK,
+      Buffer.concat([ifa.buf, encodeAttrs([{ type: IFA_LOCAL, value: addr }])]));
+  });
+}
+
+export interface Route {
+  family: number;
+  /** Destination prefix length (0: a default route). */
+  dstLen: number;
+  dst?: string;
+  gateway?: string;
+  /** Output link index. */
+  oif?: number;
+  /** Preferred source address. */
+  prefsrc?: string;
+  /** Metric (RTA_PRIORITY). */
+  priority?: number;
+  table: number;
+  protocol: number;
+  scope: number;
+  /** RTN_* */
+  type: number;
+}
+
+export function decodeRoute(body: Buffer): Route {
+  const rt = new Struct(S.rtmsg, body);
+  const a = parseAttrs(body, S.rtmsg.size);
+  const table = a.get(RTA_TABLE);
+  const out: Route = {
+    family: rt.u8("rtm_family"), dstLen: rt.u8("rtm_dst_len"), table: table ? table.readUInt32LE(0) : rt.u8("rtm_table"),
+    protocol: rt.u8("rtm_protocol"), scope: rt.u8("rtm_scope"), type: rt.u8("rtm_type"),
+  };
+  const dst = a.get(RTA_DST), gw = a.get(RTA_GATEWAY), oif = a.get(RTA_OIF), prio = a.get(RTA_PRIORITY), src = a.get(RTA_PREFSRC);
+  if (dst) out.dst = addressText(dst);
+  if (gw) out.gateway = addressText(gw);
+  if (oif) out.oif = oif.readUInt32LE(0);
+  if (prio) out.priority = prio.readUInt32LE(0);
+  if (src) out.prefsrc = addressText(src);
+  return out;
+}
+
+/** RTM_GETROUTE dump of one family (AF_INET or AF_INET6): the routes of every table. */
+export async function listRoutes(family: number, nl?: RtNetlink): Promise<Route[]> {
+  const body = struct(S.rtmsg).setU8("rtm_family", family).buf;
+  const msgs = await withSocket(nl, (s) => s.request("RTM_GETROUTE", RTM_GETROUTE, NLM_F_DUMP, body));
+  return msgs.filter((m) => m.type === RTM_NEWROUTE).map((m) => decodeRoute(m.body)).filter((r) => r.family === family);
+}
+
+/** The default route of the main table with the lowest metric (undefined when there is none). */
+export async function defaultRoute(family: number, nl?: RtNetlink): Promise<Route | undefined> {
+  const routes = (await listRoutes(family, nl)).filter((r) => r.dstLen === 0 && r.table === RT_TABLE_MAIN && r.type === RTN_UNICAST && r.oif !== undefined);
+  routes.sort((a, b) => (a.priority ?? 0) - (b.priority ?? 0));
+  return routes[0];
+}
+
+export interface NewRoute {
+  /** Destination in text form; absent: the default route of the gateway's family. */
+  dst?: string;
+  dstLen?: number;
+  gateway?: string;
+  /** Output link by name or index. */
+  oif?: string | number;
+  priority?: number;
+  /** Default RT_TABLE_MAIN. */
+  table?: number;
+}
+
+/** RTM_NEWROUTE (NLM_F_CREATE|NLM_F_EXCL): adds a static unicast route; EEXIST when it is there. */
+export async function addRoute(r: NewRoute, nl?: RtNetlink): Promise<void> {
+  const dst = r.dst !== undefined ? mustAddress(r.dst) : undefined;
+  const gw = r.gateway !== undefined ? mustAddress(r.gateway) : undefined;
+  const family = familyOf(dst ?? gw ?? Buffer.alloc(4));
+  if (dst && gw && dst.length !== gw.length) throw new RangeError("destination and gateway of different families");
+  const dstLen = r.dstLen ?? (dst ? dst.length * 8 : 0);
+  const table = r.table ?? RT_TABLE_MAIN;
+  await withSocket(nl, async (s) => {
+    const rt = struct(S.rtmsg).setU8("rtm_family", family).setU8("rtm_dst_len", dstLen).setU8("rtm_table", table < 256 ? table : 0)
+      .setU8("rtm_protocol", RTPROT_STATIC).setU8("rtm_scope", gw ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK).setU8("rtm_type", RTN_UNICAST);
+    const attrs: Attr[] = [attr.u32(RTA_TABLE, table)];
+    if (dst) attrs.push({ type: RTA_DST, value: dst });
+    if (gw) attrs.push({ type: RTA_GATEWAY, value: gw });
+    if (r.oif !== undefined) attrs.push(attr.u32(RTA_OIF, await indexOf(r.oif, s)));
+    if (r.priority !== undefined) attrs.push(attr.u32(RTA_PRIORITY, r.priority));
+    const what = `${r.dst ?? "default"}${dst ? `/${dstLen}` : ""}${r.gateway ? ` via ${r.gateway}` : ""}`;
+    await s.request(`RTM_NEWROUTE ${what}`, RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, Buffer.concat([rt.buf, encodeAttrs(attrs)]));
+  });
+}
+
+/** RTM_DELROUTE of a route as addRoute() took it. */
+export async function deleteRoute(r: NewRoute, nl?: RtNetlink): Promise<void> {
+  const dst = r.dst !== undefined ? mustAddress(r.dst) : undefined;
+  const gw = r.gateway !== undefined ? mustAddress(r.gateway) : undefined;
+  const family = familyOf(dst ?? gw ?? Buffer.alloc(4));
+  const dstLen = r.dstLen ?? (dst ? dst.length * 8 : 0);
+  const table = r.table ?? RT_TABLE_MAIN;
+  await withSocket(nl, async (s) => {
+    const rt = struct(S.rtmsg).setU8("rtm_family", family).setU8("rtm_dst_len", dstLen).setU8("rtm_table", table < 256 ? table : 0);
+    const attrs: Attr[] = [attr.u32(RTA_TABLE, table)];
+    if (dst) attrs.push({ type: RTA_DST, value: dst });
+    if (gw) attrs.push({ type: RTA_GATEWAY, value: gw });
+    if (r.oif !== undefined) attrs.push(attr.u32(RTA_OIF, await indexOf(r.oif, s)));
+    await s.request("RTM_DELROUTE", RTM_DELROUTE, NLM_F_ACK, Buffer.concat([rt.buf, encodeAttrs(attrs)]));
+  });
 }

@@ -128,3 +128,49 @@ test.skipIf(!canUnshare)("in a fresh network namespace: link up, notifications, 
   expect(out.vlanOnLoopback).toBe(95); // EOPNOTSUPP
   expect(out.extAck).not.toBe("");
 });
+
+const addrConsts: Record<string, number> = {
+  RTM_NEWADDR: nl.RTM_NEWADDR, RTM_DELADDR: nl.RTM_DELADDR, RTM_GETADDR: nl.RTM_GETADDR,
+  RTM_NEWROUTE: nl.RTM_NEWROUTE, RTM_DELROUTE: nl.RTM_DELROUTE, RTM_GETROUTE: nl.RTM_GETROUTE,
+  AF_INET: nl.AF_INET, AF_INET6: nl.AF_INET6,
+  IFA_ADDRESS: nl.IFA_ADDRESS, IFA_LOCAL: nl.IFA_LOCAL, IFA_LABEL: nl.IFA_LABEL, IFA_BROADCAST: nl.IFA_BROADCAST,
+  RTA_DST: nl.RTA_DST, RTA_OIF: nl.RTA_OIF, RTA_GATEWAY: nl.RTA_GATEWAY, RTA_PRIORITY: nl.RTA_PRIORITY,
+  RTA_PREFSRC: nl.RTA_PREFSRC, RTA_TABLE: nl.RTA_TABLE,
+  RT_TABLE_MAIN: nl.RT_TABLE_MAIN, RTPROT_KERNEL: nl.RTPROT_KERNEL, RTPROT_BOOT: nl.RTPROT_BOOT, RTPROT_STATIC: nl.RTPROT_STATIC,
+  RT_SCOPE_UNIVERSE: nl.RT_SCOPE_UNIVERSE, RT_SCOPE_LINK: nl.RT_SCOPE_LINK, RT_SCOPE_HOST: nl.RT_SCOPE_HOST,
+  RTN_UNICAST: nl.RTN_UNICAST, RTN_BLACKHOLE: nl.RTN_BLACKHOLE, RTN_UNREACHABLE: nl.RTN_UNREACHABLE,
+};
+checkAgainstHeaders("netlink.ts mirrors linux/if_addr.h and the rtmsg of linux/rtnetlink.h", {
+  headers: ["linux/netlink.h", "linux/rtnetlink.h", "linux/if_addr.h"],
+  structs: nl.structs,
+  consts: sameNames(addrConsts),
+});
+
+describe("address text", () => {
+  test("IPv4 and IPv6 parse to bytes and print back (RFC 5952)", () => {
+    expect(nl.addressBytes("192.0.2.1")).toEqual(Buffer.from([192, 0, 2, 1]));
+    for (const bad of ["192.0.2", "192.0.2.256", "01.2.3.4", "1.2.3.4.5", "a.b.c.d", "", "1::2::3", "12345::", "::g", "1:2:3:4:5:6:7:8:9"]) {
+      expect(nl.addressBytes(bad)).toBeUndefined();
+    }
+    for (const [text, back] of [
+      ["2001:db8::1", "2001:db8::1"], ["::", "::"], ["::1", "::1"], ["fe80::", "fe80::"],
+      ["2001:0db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"], ["::ffff:192.0.2.1", "::ffff:c000:201"], ["1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8"],
+    ]) expect(nl.addressText(nl.addressBytes(text!)!)).toBe(back!);
+  });
+});
+
+test.skipIf(!canUnshare)("in a fresh network namespace: addresses and routes added, listed and deleted", () => {
+  const r = Bun.spawnSync([unshare!, "-rn", process.execPath, `${import.meta.dir}/fixtures/netlink-addr-netns.ts`]);
+  expect(r.stderr.toString()).toBe("");
+  const out = JSON.parse(r.stdout.toString());
+  expect(out.v4).toEqual([{ index: out.index, family: nl.AF_INET, prefixLen: 24, scope: nl.RT_SCOPE_UNIVERSE, address: "192.0.2.10", peer: "192.0.2.10", broadcast: "192.0.2.255", label: "ta0" }]);
+  expect(out.v6).toEqual([{ index: out.index, family: nl.AF_INET6, prefixLen: 64, scope: nl.RT_SCOPE_UNIVERSE, address: "2001:db8::10", peer: "2001:db8::10" }]);
+  expect(out.again).toBe(17); // EEXIST
+  expect(out.noDefault).toBeNull();
+  expect(out.def).toMatchObject({ family: nl.AF_INET, dstLen: 0, gateway: "192.0.2.1", oif: out.index, table: nl.RT_TABLE_MAIN, protocol: nl.RTPROT_STATIC, type: nl.RTN_UNICAST });
+  expect(out.routeAgain).toBe(17);
+  expect(out.routes).toContainEqual({ dst: "198.51.100.0", dstLen: 24, gateway: "192.0.2.2", priority: 50, protocol: nl.RTPROT_STATIC });
+  expect(out.routes).toContainEqual({ dst: "192.0.2.0", dstLen: 24, gateway: null, priority: null, protocol: nl.RTPROT_KERNEL });
+  expect(out.afterDelete).toBeNull();
+  expect(out.v4After).toEqual([]);
+});
