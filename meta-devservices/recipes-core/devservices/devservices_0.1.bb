@@ -23,7 +23,6 @@ COMPATIBLE_HOST = "(x86_64|aarch64).*-linux"
 # DEVSERVICES_BOARD_MAP[<machine>] = "<board>", else "virtual". Set DEVSERVICES_BOARD
 # to choose one directly.
 DEVSERVICES_BOARD_MAP[raspberrypi4-64] = "rpi4"
-DEVSERVICES_BOARD_MAP[raspberrypi4] = "rpi4"
 DEVSERVICES_BOARD ??= "${@d.getVarFlag('DEVSERVICES_BOARD_MAP', d.getVar('MACHINE')) or 'virtual'}"
 DEVSERVICES_BOARD_FILE = "${DEVSERVICES_SRC}/recipes/boards/${DEVSERVICES_BOARD}.json"
 # The services the board runs (its "services" list), for the activation files and,
