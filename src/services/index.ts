@@ -4,12 +4,14 @@ import testautomation from "./testautomation/service";
 import intent from "./intent/service";
 import power2 from "./power/service";
 import filecache from "./filecache/service";
+import nettools from "./nettools/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
   testautomation,
   intent,
   power2,
   filecache,
+  nettools,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */
