@@ -496,13 +496,22 @@ export interface NewLink {
   mtu?: number;
   /** IFLA_INFO_DATA attributes for the kind. */
   data?: Attr[];
+  /** kind "veth": the name of the other end (VETH_INFO_PEER: an ifinfomsg and its IFLA_IFNAME). */
+  peer?: string;
 }
+
+/** VETH_INFO_PEER (linux/veth.h). */
+export const VETH_INFO_PEER = 1;
 
 /** RTM_NEWLINK with NLM_F_CREATE|NLM_F_EXCL: creates a link; fails with EEXIST when the name is taken. */
 export async function createLink(link: NewLink, nl?: RtNetlink): Promise<void> {
   await withSocket(nl, async (s) => {
     const info: Attr[] = [attr.str(IFLA_INFO_KIND, link.kind)];
-    if (link.data) info.push(attr.nest(IFLA_INFO_DATA, link.data));
+    const data = [...(link.data ?? [])];
+    if (link.peer !== undefined) {
+      data.push({ type: VETH_INFO_PEER, value: Buffer.concat([encodeIfinfomsg({}), encodeAttrs([attr.str(IFLA_IFNAME, link.peer)])]) });
+    }
+    if (data.length) info.push(attr.nest(IFLA_INFO_DATA, data));
     const attrs: Attr[] = [attr.str(IFLA_IFNAME, link.name), attr.nest(IFLA_LINKINFO, info)];
     if (link.parent !== undefined) attrs.push(attr.u32(IFLA_LINK, await indexOf(link.parent, s)));
     if (link.mtu !== undefined) attrs.push(attr.u32(IFLA_MTU, link.mtu));

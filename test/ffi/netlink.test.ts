@@ -5,6 +5,7 @@ import { checkAgainstHeaders, sameNames } from "./cabi.ts";
 const consts: Record<string, number> = {
   AF_NETLINK: nl.AF_NETLINK, SOL_NETLINK: nl.SOL_NETLINK, NETLINK_ROUTE: nl.NETLINK_ROUTE,
   NETLINK_EXT_ACK: nl.NETLINK_EXT_ACK, NETLINK_CAP_ACK: nl.NETLINK_CAP_ACK,
+  VETH_INFO_PEER: nl.VETH_INFO_PEER,
   NLM_F_REQUEST: nl.NLM_F_REQUEST, NLM_F_MULTI: nl.NLM_F_MULTI, NLM_F_ACK: nl.NLM_F_ACK, NLM_F_DUMP: nl.NLM_F_DUMP,
   NLM_F_EXCL: nl.NLM_F_EXCL, NLM_F_CREATE: nl.NLM_F_CREATE, NLM_F_CAPPED: nl.NLM_F_CAPPED, NLM_F_ACK_TLVS: nl.NLM_F_ACK_TLVS,
   NLMSG_ERROR: nl.NLMSG_ERROR, NLMSG_DONE: nl.NLMSG_DONE, NLMSGERR_ATTR_MSG: nl.NLMSGERR_ATTR_MSG,
@@ -22,7 +23,7 @@ const consts: Record<string, number> = {
   RTMGRP_IPV4_ROUTE: nl.RTMGRP_IPV4_ROUTE, RTMGRP_IPV6_IFADDR: nl.RTMGRP_IPV6_IFADDR, RTMGRP_IPV6_ROUTE: nl.RTMGRP_IPV6_ROUTE,
 };
 checkAgainstHeaders("netlink.ts mirrors linux/netlink.h, linux/rtnetlink.h and linux/if_link.h", {
-  headers: ["sys/uio.h", "linux/netlink.h", "linux/rtnetlink.h", "linux/if_link.h", "linux/if_ether.h", "net/if.h"],
+  headers: ["sys/uio.h", "linux/netlink.h", "linux/rtnetlink.h", "linux/if_link.h", "linux/veth.h", "linux/if_ether.h", "net/if.h"],
   structs: nl.structs,
   consts: sameNames(consts),
 });
@@ -127,6 +128,9 @@ test.skipIf(!canUnshare)("in a fresh network namespace: link up, notifications, 
   // Loopback cannot carry VLANs, and a kernel without 8021q does not know the kind.
   expect(out.vlanOnLoopback).toBe(95); // EOPNOTSUPP
   expect(out.extAck).not.toBe("");
+  // A veth pair (VETH_INFO_PEER); deleting one end deletes both.
+  expect(out.veth).toEqual(["veth", "veth", true, true]);
+  expect(out.vethGone).toEqual(["lo"]);
 });
 
 const addrConsts: Record<string, number> = {
