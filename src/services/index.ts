@@ -5,6 +5,7 @@ import intent from "./intent/service";
 import power2 from "./power/service";
 import filecache from "./filecache/service";
 import nettools from "./nettools/service";
+import mediaindexer from "./mediaindexer/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
   testautomation,
@@ -12,6 +13,7 @@ export const SERVICES: Record<string, ServiceModule<any>> = {
   power2,
   filecache,
   nettools,
+  mediaindexer,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */

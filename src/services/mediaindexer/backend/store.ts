@@ -1,0 +1,217 @@
+// The media database: SQLite (bun:sqlite) in WAL mode. Devices, media entries (one
+// row per file, keyed by device, directory and name), permissions. Every batch a
+// scan writes is one transaction, so a SIGKILL loses at most the batch in flight and
+// the next scan (incremental: size and mtime) picks up where it stopped.
+import { Database, type Statement } from "bun:sqlite";
+import { mkdirSync, chmodSync } from "node:fs";
+import { dirname } from "node:path";
+import { BAD } from "./kinds";
+
+export interface DeviceRow {
+  uri: string;
+  plugin: string;
+  name: string;
+  description: string;
+  /** Local mount point or directory, or a UPnP server's description URL. */
+  root: string;
+  available: number;
+  lastSeen: number;
+}
+
+export interface MediaRow {
+  id: number;
+  device: string;
+  /** Directory relative to the device root ("" at the root), and file name: the path on the device. */
+  dir: string;
+  name: string;
+  /** 0 audio, 1 video, 2 image, 9 unreadable (kept so a rescan skips it). */
+  kind: number;
+  size: number;
+  /** Modification time in ms. */
+  mtime: number;
+  /** Index order: raised each time the entry is (re)written; what list subscriptions follow. */
+  seq: number;
+  title: string | null;
+  duration: number | null;
+  thumbnail: string | null;
+  genre: string | null;
+  album: string | null;
+  artist: string | null;
+  width: number | null;
+  height: number | null;
+  /** Remote URL (UPnP); null for local files. */
+  url: string | null;
+  /** JSON object: the other metadata fields. */
+  meta: string | null;
+}
+
+export type NewMedia = Omit<MediaRow, "id" | "seq">;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS devices (
+  uri TEXT PRIMARY KEY, plugin TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+  root TEXT NOT NULL, available INTEGER NOT NULL DEFAULT 0, lastSeen INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS media (
+  id INTEGER PRIMARY KEY, device TEXT NOT NULL, dir TEXT NOT NULL, name TEXT NOT NULL, kind INTEGER NOT NULL,
+  size INTEGER NOT NULL, mtime INTEGER NOT NULL, seq INTEGER NOT NULL,
+  title TEXT, duration REAL, thumbnail TEXT, genre TEXT, album TEXT, artist TEXT, width INTEGER, height INTEGER,
+  url TEXT, meta TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS media_path ON media(device, dir, name);
+CREATE INDEX IF NOT EXISTS media_kind_seq ON media(kind, seq);
+CREATE INDEX IF NOT EXISTS media_device_kind_seq ON media(device, kind, seq);
+CREATE TABLE IF NOT EXISTS permissions (service TEXT PRIMARY KEY, uid INTEGER NOT NULL, granted INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+export class MediaStore {
+  readonly db: Database;
+  private seq: number;
+  private s: Record<string, Statement>;
+
+  constructor(readonly file: string) {
+    mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file, { create: true, strict: true });
+    this.db.exec("PRAGMA busy_timeout = 5000");
+    // WAL: a commit is one append, readers (the list methods, a granted reader
+    // process) never block the scanner, and a killed process loses nothing committed.
+    this.db.exec("PRAGMA journal_mode = WAL");
+    this.db.exec("PRAGMA synchronous = NORMAL");
+    // Checkpoints (and their fsyncs) run on the metadata thread, never in a write of the main thread.
+    this.db.exec("PRAGMA wal_autocheckpoint = 0");
+    this.db.exec(SCHEMA);
+    try {
+      chmodSync(file, 0o640);
+    } catch {}
+    const q = (sql: string) => this.db.prepare(sql);
+    this.s = {
+      putDevice: q(
+        "INSERT INTO devices (uri, plugin, name, description, root, available, lastSeen) VALUES ($uri, $plugin, $name, $description, $root, $available, $lastSeen) " +
+          "ON CONFLICT(uri) DO UPDATE SET plugin=excluded.plugin, name=excluded.name, description=excluded.description, root=excluded.root, available=excluded.available, lastSeen=excluded.lastSeen",
+      ),
+      setAvailable: q("UPDATE devices SET available = ?, lastSeen = ? WHERE uri = ?"),
+      dirPage: q("SELECT id, name, kind, size, mtime FROM media WHERE device = ? AND dir = ? AND name > ? ORDER BY name LIMIT ?"),
+      upsert: q(
+        "INSERT INTO media (device, dir, name, kind, size, mtime, seq, title, duration, thumbnail, genre, album, artist, width, height, url, meta) " +
+          "VALUES ($device, $dir, $name, $kind, $size, $mtime, $seq, $title, $duration, $thumbnail, $genre, $album, $artist, $width, $height, $url, $meta) " +
+          "ON CONFLICT(device, dir, name) DO UPDATE SET kind=excluded.kind, size=excluded.size, mtime=excluded.mtime, seq=excluded.seq, title=excluded.title, " +
+          "duration=excluded.duration, thumbnail=excluded.thumbnail, genre=excluded.genre, album=excluded.album, artist=excluded.artist, width=excluded.width, " +
+          "height=excluded.height, url=excluded.url, meta=excluded.meta",
+      ),
+      deleteId: q("DELETE FROM media WHERE id = ? RETURNING kind"),
+      deleteDir: q("DELETE FROM media WHERE device = ? AND dir = ? RETURNING kind"),
+      deleteDevice: q("DELETE FROM media WHERE device = ?"),
+      dirs: q("SELECT DISTINCT dir FROM media WHERE device = ?"),
+      byPath: q("SELECT * FROM media WHERE device = ? AND dir = ? AND name = ?"),
+      counts: q("SELECT device, kind, count(*) AS n FROM media WHERE kind != 9 GROUP BY device, kind"),
+      listDevice: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? ORDER BY seq LIMIT ?"),
+      listAvailable: q("SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) ORDER BY seq LIMIT ?"),
+      deleteDeviceRow: q("DELETE FROM devices WHERE uri = ?"),
+      allDevices: q("SELECT * FROM devices ORDER BY uri"),
+      maxSeq: q("SELECT max(seq) AS s FROM media"),
+      putPermission: q("INSERT OR REPLACE INTO permissions (service, uid, granted) VALUES (?, ?, ?)"),
+      permissions: q("SELECT service, uid, granted FROM permissions ORDER BY service"),
+    };
+    this.seq = (this.s.maxSeq!.get() as { s: number | null }).s ?? 0;
+  }
+
+  /** Runs fn in one transaction. */
+  transaction<T>(fn: () => T): T {
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      const r = fn();
+      this.db.exec("COMMIT");
+      return r;
+    } catch (e) {
+      this.db.exec("ROLLBACK");
+      throw e;
+    }
+  }
+
+  devices(): DeviceRow[] {
+    return this.s.allDevices!.all() as DeviceRow[];
+  }
+
+  putDevice(d: DeviceRow) {
+    this.s.putDevice!.run(d as any);
+  }
+
+  setAvailable(uri: string, available: boolean) {
+    this.s.setAvailable!.run(available ? 1 : 0, Date.now(), uri);
+  }
+
+  /** A page of a directory's entries by name (keyset), for the scanner's comparison. */
+  dirPage(device: string, dir: string, after: string, limit: number) {
+    return this.s.dirPage!.all(device, dir, after, limit) as Pick<MediaRow, "id" | "name" | "kind" | "size" | "mtime">[];
+  }
+
+  /** Writes entries in one transaction; each gets the next seq. Returns the seqs written. */
+  upsertMany(rows: NewMedia[]): number {
+    if (!rows.length) return this.seq;
+    this.transaction(() => {
+      for (const r of rows) this.s.upsert!.run({ ...r, seq: ++this.seq } as any);
+    });
+    return this.seq;
+  }
+
+  /** Deletes entries by id in one transaction; returns the kinds deleted. */
+  deleteIds(ids: number[]): number[] {
+    if (!ids.length) return [];
+    return this.transaction(() => ids.map((id) => (this.s.deleteId!.get(id) as { kind: number } | null)?.kind ?? BAD));
+  }
+
+  deleteDirs(device: string, dirs: string[]): number[] {
+    if (!dirs.length) return [];
+    return this.transaction(() => dirs.flatMap((d) => (this.s.deleteDir!.all(device, d) as { kind: number }[]).map((r) => r.kind)));
+  }
+
+  deleteDevice(device: string) {
+    this.transaction(() => {
+      this.s.deleteDevice!.run(device);
+      this.s.deleteDeviceRow!.run(device);
+    });
+  }
+
+  dirsOf(device: string): string[] {
+    return (this.s.dirs!.all(device) as { dir: string }[]).map((r) => r.dir);
+  }
+
+  entry(device: string, dir: string, name: string): MediaRow | undefined {
+    return (this.s.byPath!.get(device, dir, name) as MediaRow | null) ?? undefined;
+  }
+
+  /** Entries of one kind after a seq, in index order: of one device, or of every available device. */
+  list(kind: number, after: number, limit: number, device?: string): MediaRow[] {
+    if (device !== undefined) return this.s.listDevice!.all(device, kind, after, limit) as MediaRow[];
+    return this.s.listAvailable!.all(kind, after, limit) as MediaRow[];
+  }
+
+  /** Per device, entries of each kind. */
+  counts(): Map<string, number[]> {
+    const out = new Map<string, number[]>();
+    for (const r of this.s.counts!.all() as { device: string; kind: number; n: number }[]) {
+      let c = out.get(r.device);
+      if (!c) out.set(r.device, (c = [0, 0, 0]));
+      c[r.kind] = r.n;
+    }
+    return out;
+  }
+
+  get lastSeq() {
+    return this.seq;
+  }
+
+  putPermission(service: string, uid: number) {
+    this.s.putPermission!.run(service, uid, Date.now());
+  }
+
+  permissions(): { service: string; uid: number; granted: number }[] {
+    return this.s.permissions!.all() as any;
+  }
+
+  close() {
+    for (const st of Object.values(this.s)) st.finalize();
+    this.db.close();
+  }
+}

@@ -1,0 +1,63 @@
+// The media indexer's options (docs/services/mediaindexer.md, "Configuration"): the
+// board recipe's serviceConfig.mediaindexer, read by the platform's one loader.
+import { isAbsolute, join } from "node:path";
+import { z } from "zod";
+import { loadConfig as loadServiceConfig } from "../../core/config";
+
+const absolute = z.string().refine(isAbsolute, "must be an absolute path");
+const seconds = (dflt: number) => z.number().nonnegative().default(dflt);
+export const PLUGIN_NAMES = ["storage", "msc", "upnp", "mtp"] as const;
+export type PluginName = (typeof PLUGIN_NAMES)[number];
+
+export const mediaIndexerOptions = (stateDir: string) =>
+  z.object({
+    /** Local media directories, each a `storage:///<path>` device. */
+    mediaRoots: z.array(absolute).default([]),
+    /** Where removable mass storage is mounted (msc devices: mounts appearing below it). null: msc detects nothing. */
+    removableRoot: absolute.nullable().default("/media"),
+    /** The mount table watched for msc (POLLPRI on change). */
+    mountinfo: absolute.default("/proc/self/mountinfo"),
+    /** udev's filesystem UUID links; without them the superblock is read. */
+    uuidDir: absolute.default("/dev/disk/by-uuid"),
+    /** The SQLite database (WAL); its directory is what getMediaDbPermission opens to a reader. */
+    database: absolute.default(join(stateDir, "db", "media.db")),
+    /** Cover art thumbnails (one file per distinct picture). */
+    thumbnailDir: absolute.default(join(stateDir, "thumbnails")),
+    /** Plugins in the factory at start. */
+    plugins: z.array(z.enum(PLUGIN_NAMES)).default([...PLUGIN_NAMES]),
+    /** Activate every plugin and run detection at start. */
+    detect: z.boolean().default(true),
+    /** inotify on indexed local devices. */
+    watch: z.boolean().default(true),
+    /** Seconds between the fallback rescans of local devices (0: none). */
+    rescanInterval: seconds(3600),
+    /** Metadata extractions in flight during a scan. */
+    scanConcurrency: z.number().int().min(1).max(64).default(8),
+    upnp: z
+      .object({
+        /** Where M-SEARCH goes: the SSDP multicast group, or a unicast address (127.0.0.1 for a local server). */
+        address: z.string().default("239.255.255.250"),
+        port: z.number().int().min(1).max(65535).default(1900),
+        /** Seconds a server may wait before answering (MX). */
+        mx: z.number().int().min(1).max(5).default(1),
+        /** Seconds between searches while detecting. */
+        searchInterval: seconds(300),
+        /** Accept only servers whose description and content URLs are on loopback addresses. */
+        loopbackOnly: z.boolean().default(false),
+        /** Items browsed per Browse request. */
+        pageSize: z.number().int().min(1).max(5000).default(500),
+      })
+      .prefault({}),
+    /** The libmtp shared library the mtp plugin opens. */
+    mtpLibrary: z.string().default("libmtp.so.9"),
+    /** Groups whose members may call getMediaDbPermission for another service (root always may). */
+    grantGroups: z.array(z.string()).default([]),
+    /** The setfacl program used to grant read access. */
+    setfacl: z.string().default("setfacl"),
+  });
+
+export type MediaIndexerConfig = z.output<ReturnType<typeof mediaIndexerOptions>>;
+
+export function loadConfig(recipe: Record<string, unknown>, stateDir: string): MediaIndexerConfig {
+  return loadServiceConfig({ service: "mediaindexer", schema: mediaIndexerOptions(stateDir), section: recipe, file: null }).config;
+}

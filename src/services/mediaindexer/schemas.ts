@@ -1,0 +1,159 @@
+// Media indexer API (spec part 3, com.vendor.service.mediaindexer): one entry per
+// method of the spec's endpoint table, with the level each method exists from.
+import { z } from "zod";
+import { base, type Api } from "../../core/service";
+
+const Response = z.looseObject(base);
+const subscribe = z.boolean().optional().describe("true: keep the call open for updates");
+const deviceUri = z.string().describe("device URI (storage:///path, msc://<uuid>, upnp://<udn>, mtp://<serial>)");
+const count = z.number().int().positive().optional().describe("entries per message (default 500)");
+
+export const Device = z.looseObject({
+  uri: z.string(),
+  name: z.string(),
+  description: z.string(),
+  available: z.boolean(),
+  state: z.string().describe("idle or scanning"),
+  audioCount: z.number(),
+  videoCount: z.number(),
+  imageCount: z.number(),
+});
+export const PluginEntry = z.looseObject({ uri: z.string(), active: z.boolean(), deviceList: z.array(Device) });
+
+const common = {
+  uri: z.string().optional(),
+  title: z.string().optional(),
+  last_modified_date: z.string().optional(),
+  file_size: z.number().optional(),
+  file_path: z.string().optional(),
+  dirty: z.boolean().optional(),
+};
+export const AudioEntry = z.looseObject({
+  ...common,
+  duration: z.number().optional(),
+  thumbnail: z.string().optional(),
+  genre: z.string().optional(),
+  album: z.string().optional(),
+  artist: z.string().optional(),
+});
+export const VideoEntry = z.looseObject({
+  ...common,
+  width: z.number().optional(),
+  height: z.number().optional(),
+  duration: z.number().optional(),
+  thumbnail: z.string().optional(),
+});
+export const ImageEntry = z.looseObject({ ...common, width: z.number().optional(), height: z.number().optional() });
+
+const listOf = (entry: z.ZodType) => z.looseObject({ results: z.array(entry), count: z.number(), uri: z.string().optional() });
+
+const listRequest = z.looseObject({
+  uri: deviceUri.optional().describe("device URI; without it the media of every attached device"),
+  subscribe,
+  count,
+});
+const subscribed = z.boolean().optional();
+
+const metadataRequest = z.looseObject({ uri: z.string().describe("media item URI (<device uri>/<path on device>)") });
+const metadataResponse = Response.extend({ metadata: z.looseObject({ uri: z.string(), type: z.string() }).optional() });
+
+const level = 12;
+const level24 = 24;
+const pluginUri = z.string().describe("plugin URI: storage, msc, upnp or mtp (also accepted as msc://)");
+
+export const api = {
+  getAudioList: {
+    summary: "Audio entries of one device or of all attached devices, at most count per message; with subscribe, new entries are pushed as they are indexed.",
+    request: listRequest,
+    response: Response.extend({ audioList: listOf(AudioEntry).optional(), subscribed }),
+    subscribable: true,
+    level,
+  },
+  getAudioMetadata: {
+    summary: "Every metadata field of an audio item the file has (tags, stream parameters, cover art thumbnail).",
+    request: metadataRequest,
+    response: metadataResponse,
+    level,
+  },
+  getDeviceList: {
+    summary: "Plugins with their devices (attached now or in the past), each with availability, scan state and media counts; with subscribe, the full list on every change.",
+    request: z.looseObject({ subscribe }),
+    response: Response.extend({ pluginList: z.array(PluginEntry).optional(), subscribed: z.boolean().optional() }),
+    subscribable: true,
+    level,
+  },
+  getImageList: {
+    summary: "Image entries (size and dimensions), as getAudioList.",
+    request: listRequest,
+    response: Response.extend({ imageList: listOf(ImageEntry).optional(), subscribed }),
+    subscribable: true,
+    level,
+  },
+  getImageMetadata: {
+    summary: "Every metadata field of an image the file has (dimensions, EXIF date, GPS position).",
+    request: metadataRequest,
+    response: metadataResponse,
+    level,
+  },
+  getMediaDbPermission: {
+    summary: "Grants the named service read access to the media database (POSIX ACL for the uid owning that bus name); callable by the named service itself or root.",
+    request: z.looseObject({ serviceName: z.string().optional().describe("bus name (well-known or unique) of the service, or a user name (root callers)") }),
+    response: Response,
+    level,
+  },
+  getPlugin: {
+    summary: "Activates a plugin of the factory (every plugin when uri is absent).",
+    request: z.looseObject({ uri: pluginUri.optional() }),
+    response: Response,
+    level: level24,
+  },
+  getPluginList: {
+    summary: "The plugins in the plugin factory (returnValue always true).",
+    request: z.looseObject({}),
+    response: z.looseObject({ returnValue: z.literal(true), pluginList: z.array(z.looseObject({ uri: z.string() })).optional() }),
+    level: level24,
+  },
+  getVideoList: {
+    summary: "Video entries (dimensions and duration), as getAudioList.",
+    request: listRequest,
+    response: Response.extend({ videoList: listOf(VideoEntry).optional(), subscribed }),
+    subscribable: true,
+    level,
+  },
+  getVideoMetadata: {
+    summary: "Every metadata field of a video the file has (container duration, dimensions, codecs, frame rate as a fraction).",
+    request: metadataRequest,
+    response: metadataResponse,
+    level,
+  },
+  putPlugin: {
+    summary: "Adds a plugin to the plugin factory (storage, msc, upnp, mtp).",
+    request: z.looseObject({ uri: pluginUri }),
+    response: Response,
+    level: level24,
+  },
+  requestDelete: {
+    summary: "Deletes an indexed media file (item URI or its file_path) and its entry; count is the number of files deleted.",
+    request: z.looseObject({ uri: z.string().describe("media item URI or playback URI (file_path)") }),
+    response: Response.extend({ count: z.number().optional() }),
+    level: level24,
+  },
+  requestMediaScan: {
+    summary: "Scans a path now (a directory of an indexed device, a device URI, or any readable directory, which becomes a storage device).",
+    request: z.looseObject({ path: z.string().describe("absolute directory path or device URI") }),
+    response: z.looseObject({ returnValue: z.boolean(), errorCode: z.number(), errorText: z.string() }),
+    level: level24,
+  },
+  runDetect: {
+    summary: "Starts device detection for a plugin (every active plugin when uri is absent), activating it first.",
+    request: z.looseObject({ uri: pluginUri.optional() }),
+    response: Response,
+    level: level24,
+  },
+  stopDetect: {
+    summary: "Stops device detection for a plugin (every plugin when uri is absent); known devices stay listed.",
+    request: z.looseObject({ uri: pluginUri.optional() }),
+    response: Response,
+    level: level24,
+  },
+} satisfies Api;

@@ -1,0 +1,415 @@
+// Media indexer service (spec part 3, com.vendor.service.mediaindexer): scans media
+// files of local storage, USB mass storage, UPnP servers (and MTP devices where
+// libmtp is present), keeps their metadata in an SQLite database, and answers the
+// spec's list, metadata, device, plugin, scan, delete and permission methods.
+// Design and the choices the spec leaves open: docs/decisions/mediaindexer.md.
+import { mkdirSync } from "node:fs";
+import { unlink } from "node:fs/promises";
+import { isAbsolute, resolve as resolvePath } from "node:path";
+import { ok, raise, type Json } from "../../core/errors";
+import { defineService, type Subscription, type Caller, type ServiceContext } from "../../core/service";
+import { callerGroups, groupId, type AccessRule } from "../../core/access";
+import { api } from "./schemas";
+import { E, NOT_HANDLED_METHODS } from "./errors";
+import { loadConfig, PLUGIN_NAMES, type PluginName } from "./config";
+import { MediaStore } from "./backend/store";
+import { mediaType, extensionOf, KIND_CODE, BAD, type Kind } from "./backend/kinds";
+import { Slicer } from "./backend/scanner";
+import { Indexer, type Device } from "./indexer";
+import { listEntry, metadata } from "./format";
+import { grantRead, uidOfUser, isBusName } from "./permission";
+import { StoragePlugin, readableDir } from "./plugins/storage";
+import { MscPlugin } from "./plugins/msc";
+import { UpnpPlugin } from "./plugins/upnp";
+import { MtpPlugin } from "./plugins/mtp";
+import { Watcher } from "./watcher";
+import type { PluginFactory } from "./plugins/plugin";
+
+const PLUGINS: Record<PluginName, PluginFactory> = {
+  storage: (ix) => new StoragePlugin(ix),
+  msc: (ix) => new MscPlugin(ix),
+  upnp: (ix) => new UpnpPlugin(ix),
+  mtp: (ix) => new MtpPlugin(ix),
+};
+
+const LISTS: Record<string, { kind: Kind; key: string }> = {
+  getAudioList: { kind: "audio", key: "audioList" },
+  getVideoList: { kind: "video", key: "videoList" },
+  getImageList: { kind: "image", key: "imageList" },
+};
+const METADATA: Record<string, Kind> = { getAudioMetadata: "audio", getVideoMetadata: "video", getImageMetadata: "image" };
+const DEFAULT_COUNT = 500;
+const NO_ERROR = { errorCode: 0, errorText: E.none.text };
+
+/** Indexers of this process, newest last: badRequest (per module) answers getPluginList from the one being served. */
+const live: Indexer[] = [];
+
+/** "msc", "msc:", "msc://" -> "msc"; anything else undefined. */
+function pluginName(uri: string): PluginName | undefined {
+  const m = /^([a-z]+)(?::(?:\/\/)?)?$/.exec(uri.trim());
+  return m && (PLUGIN_NAMES as readonly string[]).includes(m[1]!) ? (m[1] as PluginName) : undefined;
+}
+
+interface ListSub {
+  kind: Kind;
+  key: string;
+  device?: string;
+  count: number;
+  /** Entries up to this seq were sent. */
+  cursor: number;
+}
+
+export default defineService({
+  spec: {
+    name: "mediaindexer",
+    busName: "com.vendor.service.mediaindexer",
+    description:
+      "Media indexer: scans audio, video and image files of local storage, USB mass storage and UPnP servers, keeps their metadata in a database, and tells subscribers about new media and device changes.",
+    api,
+    badRequest: (method, p) => {
+      if (method === "getPluginList") return { returnValue: true, pluginList: pluginListOf(live.at(-1)) };
+      if (NOT_HANDLED_METHODS.has(method)) return { errorCode: -1, errorText: E.notHandled(method).text };
+      if (method === "getMediaDbPermission" && p.kind === "schema") return { errorCode: -1, errorText: E.serviceNameMandatory.text };
+      const first = p.message.split("\n")[0]!.replace(/^✖\s*/, "");
+      return { errorCode: -1, errorText: E.parse(p.path?.length ? `${p.path.join(".")}: ${first}` : first).text };
+    },
+    internalError: (method, e) =>
+      method === "requestMediaScan"
+        ? { errorCode: -1, errorText: E.scanFailed.text }
+        : { errorCode: -1, errorText: `${method}: ${(e as Error)?.message ?? String(e)}` },
+    denied: (method) => ({ errorCode: -1, errorText: `${method}: permission denied` }),
+  },
+
+  async create(ctx) {
+    const cfg = loadConfig(ctx.config, ctx.stateDir);
+    mkdirSync(cfg.thumbnailDir, { recursive: true, mode: 0o755 });
+    const store = new MediaStore(cfg.database);
+    const ix = new Indexer(cfg, store, ctx.log, PLUGINS);
+    live.push(ix);
+    const listSubs = new Map<Subscription, ListSub>();
+    const watcher = cfg.watch ? new Watcher(ix, ctx.log) : undefined;
+    const timers = new Set<ReturnType<typeof setTimeout>>();
+
+    // ---- device list pushes: at once for availability and state, at most once a second for counts
+    let devicesTimer: ReturnType<typeof setTimeout> | undefined;
+    let devicesUrgent = false;
+    let lastDevices = "";
+    const pushDevices = () => {
+      devicesTimer = undefined;
+      devicesUrgent = false;
+      if (!ctx.topics.count("devices")) return;
+      const pluginList = ix.pluginList();
+      const text = JSON.stringify(pluginList);
+      if (text === lastDevices) return;
+      lastDevices = text;
+      ctx.topics.publish("devices", { returnValue: true, ...NO_ERROR, subscribed: true, pluginList });
+    };
+    const devicesChanged = (urgent: boolean) => {
+      if (devicesTimer && (devicesUrgent || !urgent)) return;
+      if (devicesTimer) clearTimeout(devicesTimer);
+      devicesUrgent = urgent;
+      devicesTimer = setTimeout(pushDevices, urgent ? 0 : 1000);
+    };
+
+    // ---- list pushes: each subscriber gets the entries after its cursor, count at a time
+    const pumping = new Set<Kind>();
+    const again = new Set<Kind>();
+    const pump = async (kind: Kind) => {
+      if (pumping.has(kind)) return void again.add(kind);
+      pumping.add(kind);
+      const slicer = new Slicer();
+      try {
+        do {
+          again.delete(kind);
+          for (const sub of ctx.topics.subscribers(`list/${kind}`)) {
+            const st = listSubs.get(sub);
+            if (!st) continue;
+            for (;;) {
+              if (!sub.active) break;
+              const rows = store.list(KIND_CODE[kind], st.cursor, st.count, st.device);
+              if (!rows.length) break;
+              st.cursor = rows.at(-1)!.seq;
+              sub.push({ returnValue: true, ...NO_ERROR, subscribed: true, [st.key]: listObject(rows, st.device) });
+              if (rows.length < st.count) break;
+              await slicer.tick();
+            }
+          }
+        } while (again.has(kind));
+      } finally {
+        pumping.delete(kind);
+      }
+    };
+    let indexedQueued = false;
+    const indexed = () => {
+      if (indexedQueued) return;
+      indexedQueued = true;
+      setImmediate(() => {
+        indexedQueued = false;
+        for (const k of ["audio", "video", "image"] as Kind[]) if (ctx.topics.count(`list/${k}`)) void pump(k);
+      });
+    };
+
+    ix.events = {
+      devicesChanged,
+      indexed,
+      localDevice: (dev, available) => watcher?.follow(dev, available),
+    };
+
+    const listObject = (rows: ReturnType<typeof store.list>, device?: string): Json => {
+      const results: Json[] = [];
+      for (const r of rows) {
+        const dev = ix.devices.get(r.device);
+        if (dev) results.push(listEntry(dev, r));
+      }
+      return { results, count: results.length, ...(device !== undefined ? { uri: device } : {}) };
+    };
+
+    // ---- start: every plugin of the factory active and detecting (configurable)
+    if (cfg.detect)
+      for (const p of ix.factory.values()) {
+        if (p.unavailable()) continue;
+        p.active = true;
+        p.startDetect().catch((e) => ctx.log.warn({ plugin: p.name, err: e }, "detection failed to start"));
+      }
+    if (cfg.rescanInterval > 0) {
+      const t = setInterval(() => {
+        for (const d of ix.localDevices()) void ix.scan(d).catch(() => {});
+      }, cfg.rescanInterval * 1000);
+      t.unref?.();
+      timers.add(t);
+    }
+    // Grants of earlier runs, again (a database file recreated since then has lost its ACL).
+    for (const g of store.permissions())
+      grantRead(g.uid, { database: cfg.database, stateDir: ctx.stateDir, setfacl: cfg.setfacl }).catch((e) =>
+        ctx.log.warn({ service: g.service, err: (e as Error).message }, "could not renew a database read grant"),
+      );
+
+    const listHandler = (method: string) => (req: { uri?: string; count?: number; subscribe?: boolean }, call: { subscription?: Subscription }): any => {
+      const { kind, key } = LISTS[method]!;
+      const count = req.count ?? DEFAULT_COUNT;
+      const rows = store.list(KIND_CODE[kind], 0, count, req.uri);
+      const sub = call.subscription;
+      if (sub) {
+        listSubs.set(sub, { kind, key, device: req.uri, count, cursor: rows.at(-1)?.seq ?? 0 });
+        sub.onEnd(() => listSubs.delete(sub));
+        ctx.topics.add(`list/${kind}`, sub);
+        // The rest of the list (when longer than count) follows in messages of count entries.
+        if (rows.length === count) indexed();
+      }
+      return ok({ [key]: listObject(rows, req.uri), ...NO_ERROR, subscribed: !!sub });
+    };
+
+    const metadataHandler = (method: string) => (req: { uri: string }) => {
+      const kind = METADATA[method]!;
+      const item = ix.resolveItem(req.uri);
+      const row = item && store.entry(item.dev.uri, item.dir, item.name);
+      if (!item || !row || row.kind !== KIND_CODE[kind]) raise(E.noSuchItem(req.uri));
+      return ok({ metadata: metadata(item.dev, row), ...NO_ERROR });
+    };
+
+    const pluginRequired = (method: string, uri: string) => {
+      const name = pluginName(uri);
+      const p = name && ix.factory.get(name);
+      if (!p) raise(E.notHandled(method));
+      return p;
+    };
+    const targets = (method: string, uri: string | undefined, activeOnly: boolean) => {
+      if (uri !== undefined) return [pluginRequired(method, uri)];
+      const all = [...ix.factory.values()].filter((p) => !p.unavailable());
+      return activeOnly && all.some((p) => p.active) ? all.filter((p) => p.active) : all;
+    };
+
+    const mayGrant = async (caller: Caller, req: { serviceName?: string }) => {
+      if (caller.uid === 0 || typeof req.serviceName !== "string" || req.serviceName === caller.name) return true;
+      const gids = callerGroups(caller);
+      if (cfg.grantGroups.some((g) => gids.includes(groupId(g) ?? -1))) return true;
+      if (!isBusName(req.serviceName) || req.serviceName.startsWith(":")) return false;
+      try {
+        const r = await ctx.peers.callRaw({
+          destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+          member: "GetNameOwner", signature: "s", body: [req.serviceName],
+        });
+        return r.body[0] === caller.name;
+      } catch {
+        return false;
+      }
+    };
+    const grantRule: AccessRule = { test: mayGrant, describe: "root, grantGroups, or the named service itself" };
+
+    const uidOf = async (serviceName: string, caller: Caller): Promise<number> => {
+      if (serviceName === caller.name) return caller.uid;
+      if (isBusName(serviceName)) {
+        try {
+          const r = await ctx.peers.callRaw({
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "GetConnectionUnixUser", signature: "s", body: [serviceName],
+          });
+          return Number(r.body[0]);
+        } catch {
+          raise(E.grantFailed(`${serviceName} has no owner on the bus`));
+        }
+      }
+      const uid = uidOfUser(serviceName);
+      if (uid === undefined) raise(E.grantFailed(`no bus name or user ${serviceName}`));
+      return uid;
+    };
+
+    return {
+      access: { getMediaDbPermission: grantRule },
+      handlers: {
+        getAudioList: listHandler("getAudioList"),
+        getVideoList: listHandler("getVideoList"),
+        getImageList: listHandler("getImageList"),
+        getAudioMetadata: metadataHandler("getAudioMetadata"),
+        getVideoMetadata: metadataHandler("getVideoMetadata"),
+        getImageMetadata: metadataHandler("getImageMetadata"),
+
+        getDeviceList(req, call) {
+          const sub = call.subscription;
+          const pluginList = ix.pluginList();
+          if (sub) {
+            ctx.topics.add("devices", sub);
+            lastDevices = JSON.stringify(pluginList);
+          }
+          return ok({ pluginList, ...NO_ERROR, subscribed: !!sub });
+        },
+
+        async getMediaDbPermission(req, call) {
+          if (typeof req.serviceName !== "string" || !req.serviceName) raise(E.serviceNameMandatory);
+          const uid = await uidOf(req.serviceName, call.caller);
+          try {
+            const r = await grantRead(uid, { database: cfg.database, stateDir: ctx.stateDir, setfacl: cfg.setfacl });
+            store.putPermission(req.serviceName, uid);
+            ctx.log.info({ service: req.serviceName, uid, by: call.caller.name, result: r }, "media database read access granted");
+          } catch (e) {
+            ctx.log.warn({ service: req.serviceName, uid, err: (e as Error).message }, "media database read access not granted");
+            raise(E.grantFailed((e as Error).message));
+          }
+          return ok(NO_ERROR);
+        },
+
+        getPlugin(req) {
+          for (const p of targets("getPlugin", req.uri, false)) {
+            const why = p.unavailable();
+            if (why) raise(E.pluginUnavailable(p.name, why));
+            if (!p.active) {
+              p.active = true;
+              devicesChanged(true);
+            }
+          }
+          return ok({ errorCode: 0, errorText: E.none.text });
+        },
+
+        getPluginList: () => ({ returnValue: true as const, pluginList: pluginListOf(ix) }),
+
+        putPlugin(req) {
+          const name = pluginName(req.uri);
+          if (!name || !ix.putPlugin(name)) raise(E.notHandled("putPlugin"));
+          return ok({ errorCode: 0, errorText: E.none.text });
+        },
+
+        async runDetect(req) {
+          for (const p of targets("runDetect", req.uri, true)) {
+            const why = p.unavailable();
+            if (why) raise(E.pluginUnavailable(p.name, why));
+            if (!p.active) {
+              p.active = true;
+              devicesChanged(true);
+            }
+            await p.startDetect();
+          }
+          return ok({ errorCode: 0, errorText: E.none.text });
+        },
+
+        stopDetect(req) {
+          for (const p of targets("stopDetect", req.uri, false)) p.stopDetect();
+          return ok({ errorCode: 0, errorText: E.none.text });
+        },
+
+        async requestMediaScan(req) {
+          let path = req.path.trim();
+          if (!path) raise(E.notHandled("requestMediaScan"));
+          const asDevice = ix.devices.get(path);
+          if (asDevice) {
+            if (!asDevice.available) raise(E.scanFailed);
+            void ix.scan(asDevice).catch(() => {});
+            return { returnValue: true, errorCode: 0, errorText: E.scanOk.text };
+          }
+          if (path.startsWith("storage://")) path = path.slice("storage://".length);
+          else if (path.startsWith("file://")) path = path.slice("file://".length);
+          if (!isAbsolute(path)) raise(/^[a-z]+:\/\//.test(path) ? E.scanFailed : E.notHandled("requestMediaScan"));
+          path = resolvePath(path);
+          if (!(await readableDir(path))) raise(E.scanFailed);
+          const inside = ix.localDeviceOfPath(path);
+          if (inside?.dev.available) {
+            void ix.scan(inside.dev, inside.rel, true).catch(() => {});
+          } else {
+            // A directory outside every device: a storage device of its own (kept across restarts).
+            const storage = ix.factory.get("storage") as StoragePlugin | undefined;
+            if (!storage) raise(E.scanFailed);
+            if (!(await storage.attach(path))) raise(E.scanFailed);
+          }
+          return { returnValue: true, errorCode: 0, errorText: E.scanOk.text };
+        },
+
+        async requestDelete(req) {
+          const uri = req.uri.trim();
+          if (!uri) raise(E.notHandled("requestDelete"));
+          let dev: Device | undefined;
+          let dir = "";
+          let name = "";
+          const local = uri.startsWith("file://") ? uri.slice("file://".length) : isAbsolute(uri) ? uri : undefined;
+          if (local !== undefined) {
+            const abs = resolvePath(local);
+            const at = ix.localDeviceOfPath(abs);
+            name = abs.slice(abs.lastIndexOf("/") + 1);
+            if (at) {
+              dev = at.dev;
+              const i = at.rel.lastIndexOf("/");
+              dir = i < 0 ? "" : at.rel.slice(0, i);
+            }
+          } else {
+            if (!/^[a-z]+:\/\//.test(uri)) raise(E.notHandled("requestDelete"));
+            const item = ix.resolveItem(uri);
+            if (item) ({ dev, dir, name } = item);
+            else name = uri.slice(uri.lastIndexOf("/") + 1);
+          }
+          if (!mediaType(name)) raise(E.kindNotRegistered(extensionOf(name) || name));
+          const row = dev && store.entry(dev.uri, dir, name);
+          if (!dev || !row || row.kind === BAD) return ok({ count: 0, errorCode: 0, errorText: E.none.text });
+          if (row.url !== null) raise(E.deleteFailed(`${uri} is on a remote server`));
+          if (!dev.available) raise(E.deleteFailed(`device ${dev.uri} is not available`));
+          let count = 1;
+          try {
+            await unlink(`${dev.root}/${dir ? `${dir}/` : ""}${name}`);
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== "ENOENT") raise(E.deleteFailed((e as Error).message));
+            count = 0;
+          }
+          const [kind] = store.deleteIds([row.id]);
+          const delta = [0, 0, 0];
+          if (kind !== undefined && kind !== BAD) delta[kind]!--;
+          ix.noteChange(dev.uri, delta, false);
+          return ok({ count, errorCode: 0, errorText: E.none.text });
+        },
+      },
+
+      async stop() {
+        const i = live.indexOf(ix);
+        if (i >= 0) live.splice(i, 1);
+        for (const t of timers) clearInterval(t);
+        if (devicesTimer) clearTimeout(devicesTimer);
+        watcher?.close();
+        ix.close();
+        await Promise.race([ix.idle(), Bun.sleep(2000)]);
+        store.close();
+      },
+    };
+  },
+});
+
+function pluginListOf(ix: Indexer | undefined) {
+  return ix ? [...ix.factory.keys()].map((uri) => ({ uri })) : [];
+}
+
+export type { ServiceContext };
