@@ -134,7 +134,7 @@ guest("nettools VLANs in the guest", () => {
       const a = await addrsOf("nva.300");
       return a.length ? a : undefined;
     }, 20000, 200);
-    expect(leased[0]).toMatch(/^198\.51\.100\.(2\d|30)\/24$/);
+    expect(leased![0]).toMatch(/^198\.51\.100\.(2\d|30)\/24$/);
     expect(processesWith("nva.300").length).toBe(1);
 
     expect(await call("deleteVlan", { index: "300", interface: { name: "nva" } })).toEqual(ok);

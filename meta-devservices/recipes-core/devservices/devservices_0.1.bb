@@ -41,6 +41,7 @@ SRC_URI = " \
     file://systemd/ \
     file://dbus/ \
     file://udev/70-devservices.rules \
+    file://polkit/50-devservices.rules \
     file://etc/devservices.env \
 "
 S = "${WORKDIR}"
@@ -148,6 +149,10 @@ do_install() {
         ${WORKDIR}/udev/70-devservices.rules > ${D}${nonarch_base_libdir}/udev/rules.d/70-devservices.rules
     chmod 0644 ${D}${nonarch_base_libdir}/udev/rules.d/70-devservices.rules
 
+    # polkit: the host name through systemd-hostnamed for the service user (nettools)
+    install -d ${D}${datadir}/polkit-1/rules.d
+    install -m 0644 ${WORKDIR}/polkit/50-devservices.rules ${D}${datadir}/polkit-1/rules.d/
+
     # configuration (/etc/devservices) and the board recipe; state is /var/lib/devservices
     # (StateDirectory= of the units), so /usr stays read-only
     install -d ${D}${sysconfdir}/devservices/boards
@@ -162,6 +167,7 @@ FILES:${PN} += " \
     ${datadir}/dbus-1/system.d \
     ${datadir}/dbus-1/system-services \
     ${nonarch_base_libdir}/udev/rules.d \
+    ${datadir}/polkit-1/rules.d \
     ${sysconfdir}/devservices \
     ${datadir}/devservices \
 "

@@ -13,8 +13,10 @@ export const NettoolsOptions = z.object({
   configFile: z.string().nullable().default("nettools.conf"),
   /** Besides root, members of this group may call sethostname, createVlan and deleteVlan. */
   accessGroup: z.string().min(1).default(DEFAULT_GROUP),
-  /** Where sethostname saves the name. */
+  /** Where sethostname saves the name (setter syscall; systemd-hostnamed keeps /etc/hostname itself). */
   hostnameFile: z.string().min(1).default("/etc/hostname"),
+  /** How sethostname sets the name: sethostname(2) and the file (syscall), systemd-hostnamed, or the syscall where the process holds CAP_SYS_ADMIN and hostnamed otherwise (auto). */
+  hostnameSetter: z.enum(["auto", "syscall", "hostnamed"]).default("auto"),
   /** ICMP sockets: raw first and ping sockets where raw is refused (auto), or one kind only. */
   icmpSocket: z.enum(["auto", "raw", "dgram"]).default("auto"),
   /** How long ping and ping6 wait for the reply (spec: at most 5 s). */
@@ -35,7 +37,7 @@ export const NettoolsOptions = z.object({
 export type NettoolsOptionsT = z.output<typeof NettoolsOptions>;
 
 const FILE_KEYS = [
-  "accessGroup", "hostnameFile", "icmpSocket", "pingTimeoutMs", "arpTimeoutMs", "httpTimeoutMs",
+  "accessGroup", "hostnameFile", "hostnameSetter", "icmpSocket", "pingTimeoutMs", "arpTimeoutMs", "httpTimeoutMs",
   "dhcpClient", "udhcpcScript", "gatewayMetric", "searchPath",
 ] as const;
 

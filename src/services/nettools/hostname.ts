@@ -1,6 +1,12 @@
-// Host name: read (gethostname(2)), set (sethostname(2), then the hostname file
-// written atomically: a temporary file in the same directory, fsync, rename), and
-// changes made by anyone noticed on the event source (src/ffi/uts.ts).
+// Host name: read (gethostname(2)), set, and changes made by anyone noticed on the
+// event source (src/ffi/uts.ts). Two ways to set it (docs/decisions/nettools.md):
+// - syscall: sethostname(2), then the hostname file written atomically (a temporary
+//   file in the same directory, fsync, rename); needs CAP_SYS_ADMIN and a writable
+//   directory of the file;
+// - hostnamed: systemd-hostnamed's SetStaticHostname and SetHostname, which do both
+//   for a caller that holds neither (the packaged units: no CAP_SYS_ADMIN, /etc
+//   read-only).
+import { readFileSync } from "node:fs";
 import { open, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { getHostname, setHostname, watchHostname, HOST_NAME_MAX } from "../../ffi/uts";
@@ -39,6 +45,56 @@ export async function writeAtomically(path: string, text: string): Promise<void>
 }
 
 export type SetResult = "ok" | "syscall" | "file";
+
+/** CAP_SYS_ADMIN (linux/capability.h): what sethostname(2) requires. */
+export const CAP_SYS_ADMIN = 21;
+
+/** Whether this process's effective capability set holds cap (/proc/self/status CapEff). */
+export function hasCapability(cap: number, status = "/proc/self/status"): boolean {
+  const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync(status, "utf8"));
+  return m !== null && ((BigInt("0x" + m[1]) >> BigInt(cap)) & 1n) === 1n;
+}
+
+export type HostnameSetter = "syscall" | "hostnamed";
+
+/** auto: the syscall where this process may make it, else systemd-hostnamed. */
+export function chooseSetter(choice: "auto" | HostnameSetter): HostnameSetter {
+  if (choice !== "auto") return choice;
+  try {
+    return hasCapability(CAP_SYS_ADMIN) ? "syscall" : "hostnamed";
+  } catch {
+    return "syscall";
+  }
+}
+
+/** The raw D-Bus call systemd-hostnamed is reached through (ctx.peers.callRaw). */
+export type RawCall = (m: { destination: string; path: string; interface: string; member: string; signature: string; body: unknown[] }) => Promise<unknown>;
+
+const HOSTNAME1 = { destination: "org.freedesktop.hostname1", path: "/org/freedesktop/hostname1", interface: "org.freedesktop.hostname1" };
+
+/** D-Bus errors of a refused caller: polkit said no, or would have to ask someone. */
+const REFUSED = /AccessDenied|InteractiveAuthorizationRequired|NotAuthorized|PermissionDenied/;
+
+/**
+ * Through systemd-hostnamed (interactive false): SetStaticHostname saves the name to
+ * its file (/etc/hostname) and SetHostname sets the kernel's. A refused caller, or a
+ * failed SetHostname, is "syscall"; another failure to save is "file".
+ */
+export async function setHostnameViaHostnamed(name: string, call: RawCall, onError: (what: string, e: unknown) => void): Promise<SetResult> {
+  try {
+    await call({ ...HOSTNAME1, member: "SetStaticHostname", signature: "sb", body: [name, false] });
+  } catch (e) {
+    onError("hostnamed SetStaticHostname", e);
+    return REFUSED.test(String((e as { name?: string }).name ?? "") + " " + String((e as Error).message ?? e)) ? "syscall" : "file";
+  }
+  try {
+    await call({ ...HOSTNAME1, member: "SetHostname", signature: "sb", body: [name, false] });
+  } catch (e) {
+    onError("hostnamed SetHostname", e);
+    return "syscall";
+  }
+  return "ok";
+}
 
 /**
  * Sets the kernel's name, then saves it; when the file cannot be written the kernel

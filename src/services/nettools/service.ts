@@ -12,7 +12,7 @@ import * as nl from "../../ffi/netlink";
 import { api, INDEX_MISSING } from "./schemas";
 import { E } from "./errors";
 import { loadNettoolsOptions } from "./config";
-import { followHostname, getHostname, setSystemHostname, validHostname } from "./hostname";
+import { chooseSetter, followHostname, getHostname, setHostnameViaHostnamed, setSystemHostname, validHostname } from "./hostname";
 import { arping, connectHttp, followsHostRule, isIPv4, pingHost, resolveHost } from "./net";
 import { checkCreate, checkDelete, DhcpClients, findDhcpClient, findVlan } from "./vlan";
 
@@ -73,6 +73,8 @@ export default defineService({
     for (const problem of loaded.problems) ctx.log.warn({ file: loaded.file, problem }, "nettools configuration: line ignored");
     const o = loaded.config;
     const dhcp = new DhcpClients(ctx.stateDir, ctx.log);
+    const setter = chooseSetter(o.hostnameSetter);
+    ctx.log.info({ setter, configured: o.hostnameSetter }, "sethostname: the host name is set through " + (setter === "syscall" ? "sethostname(2) and the hostname file" : "systemd-hostnamed"));
     const failed = (what: string) => (e: unknown) => ctx.log.warn({ err: e }, `${what} failed`);
 
     // gethostname subscribers: every change of the kernel's name, whoever made it.
@@ -219,10 +221,13 @@ export default defineService({
 
         async sethostname(req) {
           if (!validHostname(req.hostname)) raise(E.sethostnameFailed);
-          const r = await setSystemHostname(req.hostname, o.hostnameFile, (what, e) => ctx.log.error({ err: e, hostname: req.hostname }, `sethostname: ${what} failed`));
+          const onError = (what: string, e: unknown) => ctx.log.error({ err: e, hostname: req.hostname }, `sethostname: ${what} failed`);
+          const r = setter === "syscall"
+            ? await setSystemHostname(req.hostname, o.hostnameFile, onError)
+            : await setHostnameViaHostnamed(req.hostname, (m) => ctx.peers.callRaw(m, { timeoutMs: 10000 }), onError);
           if (r === "syscall") raise(E.sethostnameFailed);
           if (r === "file") raise(E.hostnameFile);
-          ctx.log.info({ hostname: req.hostname, file: o.hostnameFile }, "host name set");
+          ctx.log.info({ hostname: req.hostname, setter, file: setter === "syscall" ? o.hostnameFile : undefined }, "host name set");
           publish(req.hostname);
           return ok();
         },
