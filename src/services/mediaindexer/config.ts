@@ -52,8 +52,6 @@ export const mediaIndexerOptions = (stateDir: string) =>
     mtpLibrary: z.string().default("libmtp.so.9"),
     /** Groups whose members may call getMediaDbPermission for another service (root always may). */
     grantGroups: z.array(z.string()).default([]),
-    /** The setfacl program used to grant read access. */
-    setfacl: z.string().default("setfacl"),
   });
 
 export type MediaIndexerConfig = z.output<ReturnType<typeof mediaIndexerOptions>>;

@@ -8,41 +8,33 @@
 // users still cannot read it.
 import { dirname } from "node:path";
 import { existsSync, readFileSync, statSync } from "node:fs";
+import { grantUser, ACCESS, DEFAULT } from "../../ffi/acl";
 
 export interface GrantOptions {
   database: string;
   /** The highest directory the grant may add search (x) permission to. */
   stateDir: string;
-  setfacl: string;
 }
 
-async function run(cmd: string[]): Promise<void> {
-  const p = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
-  const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
-  if (code !== 0) throw new Error(`${cmd.join(" ")}: ${err.trim() || `exit status ${code}`}`);
-}
+const R = 4, X = 1;
 
 /** Adds read access for uid to the database (ACL entries); nothing to do for the service's own uid or root. */
-export async function grantRead(uid: number, o: GrantOptions): Promise<"granted" | "already"> {
-  if (uid === 0 || uid === process.getuid?.()) return "already";
-  const dbDir = dirname(o.database);
+export function grantRead(uid: number, o: GrantOptions): "granted" | "already" {
   const me = process.getuid?.() ?? 0;
+  if (uid === 0 || uid === me) return "already";
+  const dbDir = dirname(o.database);
   // Search permission on the directories above, as far as they are the service's own.
-  const above: string[] = [];
   for (let d = dirname(dbDir); d.length >= o.stateDir.length && d !== "/"; d = dirname(d)) {
     try {
       if (statSync(d).uid !== me) break;
     } catch {
       break;
     }
-    above.push(d);
+    grantUser(d, uid, X);
   }
-  if (!o.setfacl) throw new Error("no setfacl program configured");
-  for (const d of above) await run([o.setfacl, "-m", `u:${uid}:x`, d]);
-  await run([o.setfacl, "-m", `u:${uid}:rx`, dbDir]);
-  await run([o.setfacl, "-d", "-m", `u:${uid}:r`, dbDir]);
-  const files = [o.database, `${o.database}-wal`, `${o.database}-shm`].filter((f) => existsSync(f));
-  await run([o.setfacl, "-m", `u:${uid}:r`, ...files]);
+  grantUser(dbDir, uid, R | X);
+  grantUser(dbDir, uid, R, DEFAULT);
+  for (const f of [o.database, `${o.database}-wal`, `${o.database}-shm`]) if (existsSync(f)) grantUser(f, uid, R, ACCESS);
   return "granted";
 }
 

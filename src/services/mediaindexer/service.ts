@@ -180,9 +180,11 @@ export default defineService({
     }
     // Grants of earlier runs, again (a database file recreated since then has lost its ACL).
     for (const g of store.permissions())
-      grantRead(g.uid, { database: cfg.database, stateDir: ctx.stateDir, setfacl: cfg.setfacl }).catch((e) =>
-        ctx.log.warn({ service: g.service, err: (e as Error).message }, "could not renew a database read grant"),
-      );
+      try {
+        grantRead(g.uid, { database: cfg.database, stateDir: ctx.stateDir });
+      } catch (e) {
+        ctx.log.warn({ service: g.service, err: (e as Error).message }, "could not renew a database read grant");
+      }
 
     const listHandler = (method: string) => (req: { uri?: string; count?: number; subscribe?: boolean }, call: { subscription?: Subscription }): any => {
       const { kind, key } = LISTS[method]!;
@@ -278,7 +280,7 @@ export default defineService({
           if (typeof req.serviceName !== "string" || !req.serviceName) raise(E.serviceNameMandatory);
           const uid = await uidOf(req.serviceName, call.caller);
           try {
-            const r = await grantRead(uid, { database: cfg.database, stateDir: ctx.stateDir, setfacl: cfg.setfacl });
+            const r = grantRead(uid, { database: cfg.database, stateDir: ctx.stateDir });
             store.putPermission(req.serviceName, uid);
             ctx.log.info({ service: req.serviceName, uid, by: call.caller.name, result: r }, "media database read access granted");
           } catch (e) {

@@ -71,7 +71,11 @@ export class MediaStore {
   private s: Record<string, Statement>;
 
   constructor(readonly file: string) {
-    mkdirSync(dirname(file), { recursive: true });
+    // The database's directory is the service's alone; getMediaDbPermission opens it to named readers (ACL entries).
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    try {
+      chmodSync(dirname(file), 0o700);
+    } catch {}
     this.db = new Database(file, { create: true, strict: true });
     this.db.exec("PRAGMA busy_timeout = 5000");
     // WAL: a commit is one append, readers (the list methods, a granted reader
