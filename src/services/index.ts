@@ -5,6 +5,8 @@ import intent from "./intent/service";
 import power2 from "./power/service";
 import filecache from "./filecache/service";
 import nettools from "./nettools/service";
+import camera from "./camera/service";
+import peripheralmanager from "./peripheralmanager/service";
 import mediaindexer from "./mediaindexer/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
@@ -13,7 +15,9 @@ export const SERVICES: Record<string, ServiceModule<any>> = {
   power2,
   filecache,
   nettools,
+  camera,
   mediaindexer,
+  peripheralmanager,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */

@@ -1,0 +1,76 @@
+// The board recipe's `peripheralmanager` section (docs/board-recipes.md): what pins,
+// I2C buses, SPI buses and UARTs the board has, by the names clients use, and where
+// each is in the kernel (linux backend) or what it is wired to (virtual backend).
+import { z } from "zod";
+
+const devicePath = z.string().min(1).describe("device node, /dev/...");
+
+export const GpioPin = z.object({
+  /** GPIO chip: a /dev/gpiochipN path, or the chip's label (found among /dev/gpiochip*). */
+  chip: z.string().min(1).optional(),
+  /** Line: its offset on the chip, or its name. */
+  line: z.union([z.number().int().min(0), z.string().min(1)]).optional(),
+  /** Physical header pin, for people. */
+  header: z.number().int().positive().optional(),
+  description: z.string().optional(),
+  /** Virtual backend: the pin this one is wired to (an output on one drives the other). */
+  loopback: z.string().optional(),
+});
+
+export const I2cBus = z.object({
+  /** /dev/i2c-N */
+  device: devicePath.optional(),
+  /** Addresses of the devices on the bus (the verbose list's slaveAddress). */
+  slaveAddresses: z.array(z.number().int().min(0).max(0x7f)).default([]),
+  description: z.string().optional(),
+});
+
+export const SpiBus = z.object({
+  /** /dev/spidevB.C */
+  device: devicePath.optional(),
+  /** The bus maximum: spi/setFrequency refuses more. */
+  maxSpeedHz: z.number().int().positive(),
+  description: z.string().optional(),
+});
+
+export const Uart = z.object({
+  /** The tty: /dev/ttyS0, /dev/serial0, a pty... */
+  device: devicePath.optional(),
+  /** Rate set when the interface is opened. */
+  baudrate: z.number().int().positive().default(115200),
+  description: z.string().optional(),
+  /** Virtual backend: the interface this one is cross-wired to (TX to RX both ways). */
+  loopback: z.string().optional(),
+});
+
+export const PeripheralSection = z.object({
+  gpio: z.record(z.string().regex(/^gpio\d+$/, "pin IDs are gpio<N>"), GpioPin).default({}),
+  i2c: z.record(z.string().regex(/^I2C\d+$/, "I2C bus names are I2C<N>"), I2cBus).default({}),
+  spi: z.record(z.string().regex(/^SPI\d\d$/, "SPI bus names are SPI<NN>"), SpiBus).default({}),
+  uart: z.record(z.string().min(1), Uart).default({}),
+});
+export type PeripheralSectionT = z.output<typeof PeripheralSection>;
+
+/** The board's section (absent: a board without peripherals); throws naming the field when invalid. */
+export function parseSection(data: unknown, origin: string): PeripheralSectionT {
+  const r = PeripheralSection.safeParse(data ?? {});
+  if (!r.success) throw new Error(`${origin}: the peripheralmanager section is invalid: ${z.prettifyError(r.error)}`);
+  const s = r.data;
+  for (const [name, p] of Object.entries(s.gpio)) {
+    if (p.loopback !== undefined && !s.gpio[p.loopback]) throw new Error(`${origin}: gpio ${name} loops back to ${p.loopback}, which is not a pin of the board`);
+  }
+  for (const [name, u] of Object.entries(s.uart)) {
+    if (u.loopback !== undefined && !s.uart[u.loopback]) throw new Error(`${origin}: uart ${name} loops back to ${u.loopback}, which is not an interface of the board`);
+  }
+  return s;
+}
+
+/** What the linux backend needs of every entry; throws naming the first entry that lacks it. */
+export function requireDevices(s: PeripheralSectionT, origin: string): void {
+  for (const [name, p] of Object.entries(s.gpio)) {
+    if (p.chip === undefined || p.line === undefined) throw new Error(`${origin}: gpio ${name} needs chip and line on a linux board`);
+  }
+  for (const [kind, table] of [["i2c", s.i2c], ["spi", s.spi], ["uart", s.uart]] as const) {
+    for (const [name, e] of Object.entries(table)) if (!e.device) throw new Error(`${origin}: ${kind} ${name} needs device on a linux board`);
+  }
+}
