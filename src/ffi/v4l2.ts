@@ -36,6 +36,19 @@ export const BUF_FLAG_MAPPED = 0x1, BUF_FLAG_QUEUED = 0x2, BUF_FLAG_DONE = 0x4, 
 /** Control ids of the user class, and the enumeration flag. */
 export const CID_BASE = 0x00980900;
 export const CID = { BRIGHTNESS: CID_BASE + 0, CONTRAST: CID_BASE + 1, SATURATION: CID_BASE + 2, HUE: CID_BASE + 3 } as const;
+/** The camera controls of the user class and of the camera class (V4L2_CID_CAMERA_CLASS_BASE). */
+export const CAMERA_CLASS_BASE = 0x009a0900;
+export const CameraCID = {
+  AUTO_WHITE_BALANCE: CID_BASE + 12, GAMMA: CID_BASE + 16, EXPOSURE: CID_BASE + 17, AUTOGAIN: CID_BASE + 18, GAIN: CID_BASE + 19,
+  POWER_LINE_FREQUENCY: CID_BASE + 24, WHITE_BALANCE_TEMPERATURE: CID_BASE + 26, SHARPNESS: CID_BASE + 27,
+  BACKLIGHT_COMPENSATION: CID_BASE + 28,
+  EXPOSURE_AUTO: CAMERA_CLASS_BASE + 1, EXPOSURE_ABSOLUTE: CAMERA_CLASS_BASE + 2, PAN_ABSOLUTE: CAMERA_CLASS_BASE + 8,
+  TILT_ABSOLUTE: CAMERA_CLASS_BASE + 9, FOCUS_ABSOLUTE: CAMERA_CLASS_BASE + 10, FOCUS_AUTO: CAMERA_CLASS_BASE + 12,
+  ZOOM_ABSOLUTE: CAMERA_CLASS_BASE + 13,
+} as const;
+/** enum v4l2_frmivaltypes, and v4l2_captureparm.capability's frame-interval bit. */
+export const FRMIVAL_TYPE_DISCRETE = 1, FRMIVAL_TYPE_CONTINUOUS = 2, FRMIVAL_TYPE_STEPWISE = 3;
+export const CAP_TIMEPERFRAME = 0x1000;
 export const CTRL_FLAG_DISABLED = 0x0001, CTRL_FLAG_NEXT_CTRL = 0x80000000;
 /** enum v4l2_ctrl_type (the common ones) */
 export const CTRL_TYPE_INTEGER = 1, CTRL_TYPE_BOOLEAN = 2, CTRL_TYPE_MENU = 3, CTRL_TYPE_BUTTON = 4,
@@ -85,6 +98,22 @@ export const structs = {
       "stepwise.max_height": 28, "stepwise.step_height": 32, reserved: 36,
     },
   },
+  v4l2_frmivalenum: {
+    c: "struct v4l2_frmivalenum", size: 52,
+    fields: {
+      index: 0, pixel_format: 4, width: 8, height: 12, type: 16, "discrete.numerator": 20, "discrete.denominator": 24,
+      "stepwise.min.numerator": 20, "stepwise.min.denominator": 24, "stepwise.max.numerator": 28, "stepwise.max.denominator": 32,
+      reserved: 44,
+    },
+  },
+  v4l2_streamparm: {
+    c: "struct v4l2_streamparm", size: 204,
+    fields: {
+      type: 0, parm: 4, "parm.capture.capability": 4, "parm.capture.capturemode": 8, "parm.capture.timeperframe.numerator": 12,
+      "parm.capture.timeperframe.denominator": 16, "parm.capture.readbuffers": 24,
+    },
+    lengths: { parm: 200 },
+  },
 } as const;
 const S = structs;
 
@@ -104,6 +133,9 @@ export const ioctls = {
   VIDIOC_QUERYCTRL: IOWR("V", 36, S.v4l2_queryctrl.size),
   VIDIOC_TRY_FMT: IOWR("V", 64, S.v4l2_format.size),
   VIDIOC_ENUM_FRAMESIZES: IOWR("V", 74, S.v4l2_frmsizeenum.size),
+  VIDIOC_ENUM_FRAMEINTERVALS: IOWR("V", 75, S.v4l2_frmivalenum.size),
+  VIDIOC_G_PARM: IOWR("V", 21, S.v4l2_streamparm.size),
+  VIDIOC_S_PARM: IOWR("V", 22, S.v4l2_streamparm.size),
 } as const;
 
 /** v4l2_fourcc('Y','U','Y','V') and back. */
@@ -221,6 +253,50 @@ export function enumFrameSizes(fd: number, pixelformat: number): FrameSizes {
     sizes.push({ width: e.u32("discrete.width"), height: e.u32("discrete.height") });
   }
   return { type: FRMSIZE_TYPE_DISCRETE, sizes };
+}
+
+export type FrameIntervals =
+  | { type: typeof FRMIVAL_TYPE_DISCRETE; fps: number[] }
+  | { type: typeof FRMIVAL_TYPE_STEPWISE | typeof FRMIVAL_TYPE_CONTINUOUS; minFps: number; maxFps: number };
+
+/** VIDIOC_ENUM_FRAMEINTERVALS for one format and size, as frames per second (interval inverted). */
+export function enumFrameIntervals(fd: number, pixelformat: number, width: number, height: number): FrameIntervals {
+  const fps: number[] = [];
+  const rate = (num: number, den: number) => (num > 0 ? Math.round((den / num) * 100) / 100 : 0);
+  for (let index = 0; ; index++) {
+    const e = struct(S.v4l2_frmivalenum).setU32("index", index).setU32("pixel_format", pixelformat)
+      .setU32("width", width).setU32("height", height);
+    if (!enumIoctl(fd, ioctls.VIDIOC_ENUM_FRAMEINTERVALS, e.buf, "VIDIOC_ENUM_FRAMEINTERVALS")) break;
+    const type = e.u32("type");
+    if (type !== FRMIVAL_TYPE_DISCRETE) {
+      // The longest interval is the lowest rate.
+      return {
+        type: type as typeof FRMIVAL_TYPE_STEPWISE,
+        minFps: rate(e.u32("stepwise.max.numerator"), e.u32("stepwise.max.denominator")),
+        maxFps: rate(e.u32("stepwise.min.numerator"), e.u32("stepwise.min.denominator")),
+      };
+    }
+    fps.push(rate(e.u32("discrete.numerator"), e.u32("discrete.denominator")));
+  }
+  return { type: FRMIVAL_TYPE_DISCRETE, fps };
+}
+
+/** VIDIOC_G_PARM: the capture frame rate (0 when the driver does not report it). */
+export function getFrameRate(fd: number, type = BUF_TYPE_VIDEO_CAPTURE): number {
+  const p = struct(S.v4l2_streamparm).setU32("type", type);
+  ioctl(fd, ioctls.VIDIOC_G_PARM, p.buf, "VIDIOC_G_PARM");
+  const num = p.u32("parm.capture.timeperframe.numerator"), den = p.u32("parm.capture.timeperframe.denominator");
+  return num > 0 ? Math.round((den / num) * 100) / 100 : 0;
+}
+
+/** VIDIOC_S_PARM with timeperframe 1/fps: returns the rate the driver chose. */
+export function setFrameRate(fd: number, fps: number, type = BUF_TYPE_VIDEO_CAPTURE): number {
+  const p = struct(S.v4l2_streamparm).setU32("type", type);
+  // fps may be fractional (29.97): 1000/(fps*1000).
+  p.setU32("parm.capture.timeperframe.numerator", 1000).setU32("parm.capture.timeperframe.denominator", Math.round(fps * 1000));
+  ioctl(fd, ioctls.VIDIOC_S_PARM, p.buf, "VIDIOC_S_PARM");
+  const num = p.u32("parm.capture.timeperframe.numerator"), den = p.u32("parm.capture.timeperframe.denominator");
+  return num > 0 ? Math.round((den / num) * 100) / 100 : 0;
 }
 
 export interface ControlInfo {

@@ -14,6 +14,11 @@ const consts: Record<string, [string, number]> = {
   CTRL_TYPE_CTRL_CLASS: ["V4L2_CTRL_TYPE_CTRL_CLASS", v4l2.CTRL_TYPE_CTRL_CLASS],
   BUF_FLAG_DONE: ["V4L2_BUF_FLAG_DONE", v4l2.BUF_FLAG_DONE],
   YUYV: ["V4L2_PIX_FMT_YUYV", v4l2.fourcc("YUYV")],
+  MJPEG: ["V4L2_PIX_FMT_MJPEG", v4l2.fourcc("MJPG")],
+  FRMIVAL_TYPE_STEPWISE: ["V4L2_FRMIVAL_TYPE_STEPWISE", v4l2.FRMIVAL_TYPE_STEPWISE],
+  CAP_TIMEPERFRAME: ["V4L2_CAP_TIMEPERFRAME", v4l2.CAP_TIMEPERFRAME],
+  CAMERA_CLASS_BASE: ["V4L2_CID_CAMERA_CLASS_BASE", v4l2.CAMERA_CLASS_BASE],
+  ...Object.fromEntries(Object.entries(v4l2.CameraCID).map(([k, v]) => [`CameraCID.${k}`, [`V4L2_CID_${k}`, v]])),
   ...Object.fromEntries(Object.entries(v4l2.Cap).map(([k, v]) => [`Cap.${k}`, [`V4L2_CAP_${k}`, v]])),
 };
 checkAgainstHeaders("v4l2.ts mirrors linux/videodev2.h", {

@@ -1,0 +1,35 @@
+// The camera service's options (docs/services/camera.md, "Options"), read by the
+// platform's one loader (src/core/config.ts) from the board recipe's
+// serviceConfig.camera section.
+import { z } from "zod";
+import { loadConfig } from "../../core/config";
+
+export const CameraOptions = z.object({
+  /** auto: the board's backend (linux: V4L2; virtual: the test pattern). */
+  backend: z.enum(["auto", "linux", "virtual"]).default("auto"),
+  /** Where V4L2 nodes (videoN) appear. */
+  devDir: z.string().default("/dev"),
+  /** The virtual backend's cameras, always present. */
+  virtualCameras: z.array(z.string()).default(["Virtual Camera"]),
+  /** The virtual backend's plug directory: one camera per file (hotplug on the virtual board). */
+  plugDir: z.string().optional(),
+  /** Application IDs permitted to open a camera when they pass appId; absent: any appId. */
+  appIds: z.array(z.string()).optional(),
+  /** Window IDs a preview may name (display planes of the board). */
+  windows: z.array(z.string()).default([]),
+  /** Where capture writes when no path is given (default: captures/ in the state directory). */
+  captureDir: z.string().optional(),
+  /** Frames the shared-memory ring holds. */
+  ringSlots: z.number().int().min(2).max(64).default(8),
+  /** Permissions of a System V segment (POSIX memory goes by fd to whoever asks). */
+  shmMode: z.number().int().min(0).max(0o777).default(0o660),
+  /** How long a capture waits for a frame before it answers 105. */
+  frameTimeoutMs: z.number().int().positive().default(5000),
+  /** JPEG quality of encoded YUV frames. */
+  jpegQuality: z.number().int().min(1).max(100).default(85),
+});
+export type CameraOptionsT = z.output<typeof CameraOptions>;
+
+export function loadCameraOptions(section: Record<string, unknown>) {
+  return loadConfig({ service: "camera", schema: CameraOptions, section, file: null });
+}

@@ -1,0 +1,680 @@
+// Camera service (spec part 2, com.vendor.service.camera2). Cameras come from the
+// backend (V4L2 nodes, or the virtual board's test pattern) and get IDs camera1,
+// camera2... kept while they stay plugged; a handle is a lease (the primary one
+// exclusive per camera), so a client that leaves the bus closes its handles. One
+// stream per camera writes its frames into a ring in shared memory (ring.ts), read
+// by clients with reader.ts or camera_shm.h. Choices where the spec is silent:
+// docs/decisions/camera.md.
+import { accessSync, constants as fsc, existsSync, mkdirSync, statSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { ok, raise, type ErrorRow } from "../../core/errors";
+import { defineService, FdReply, type Caller } from "../../core/service";
+import { LeaseConflict, type Lease } from "../../core/leases";
+import { closeFd, libc } from "../../ffi/libc";
+import {
+  addSeals, eventfd, eventfdSignal, F_SEAL_FUTURE_WRITE, F_SEAL_GROW, F_SEAL_SHRINK, ftruncate, IPC_CREAT, IPC_EXCL, memfdCreate,
+  mmap, shmat, shmget, shmRemove, type Mapping,
+} from "../../ffi/shm";
+import { fourcc } from "../../ffi/v4l2";
+import * as tj from "../../ffi/turbojpeg";
+import { api, PROPERTY_NAMES } from "./schemas";
+import { E, badHandle } from "./errors";
+import { loadCameraOptions, type CameraOptionsT } from "./config";
+import { ringSize, RingWriter } from "./ring";
+import { LinuxBackend } from "./backend/linux";
+import { VirtualBackend } from "./backend/virtual";
+import { FOURCC, UnsupportedFormat, type CameraBackend, type CameraFormat, type DeviceDesc, type FormatName, type OpenDevice } from "./backend/types";
+
+/** Topic keys. */
+const LIST = "list";
+const EVENTS = "events";
+const formatKey = (id: string) => `format/${id}`;
+const propertiesKey = (id: string) => `properties/${id}`;
+
+/** Solutions: AutoContrast works on the frames; the face detectors need a model no board here has. */
+const SOLUTIONS: Record<string, { supported: boolean }> = {
+  AutoContrast: { supported: true },
+  FaceDetection: { supported: false },
+  FaceDetectionCNN: { supported: false },
+};
+
+interface Camera {
+  id: string;
+  desc: DeviceDesc;
+  gone: boolean;
+  dev?: OpenDevice;
+  handles: Set<Handle>;
+  stream?: Stream;
+  solutions: Record<string, boolean>;
+}
+
+interface Handle {
+  handle: number;
+  camera: Camera;
+  owner: string;
+  pid: number;
+  primary: boolean;
+  lease?: Lease<unknown>;
+}
+
+interface Stream {
+  by: Handle;
+  kind: "camera" | "preview";
+  windowId?: string;
+  mem: "posixshm" | "sysvshm";
+  memfd?: number;
+  shmId?: number;
+  key?: number;
+  map: Mapping;
+  ring: RingWriter;
+  format: CameraFormat;
+  eventFds: Set<number>;
+  jobs: Set<CaptureJob>;
+}
+
+/** Frames of a stream being written to files (capture, startCapture). */
+interface CaptureJob {
+  dir: string;
+  /** Frames still wanted (Infinity: until stopped). */
+  remaining: number;
+  continuous: boolean;
+  files: string[];
+  queue: Buffer[];
+  busy: boolean;
+  ended: boolean;
+  error?: ErrorRow;
+  /** Resolves when every wanted frame is written (or the job ended). */
+  done: Promise<void>;
+  finish(): void;
+  lastFrameAt: number;
+}
+
+const pad = (n: number) => String(n).padStart(2, "0");
+/** PictureDDMMYYYY-HHMMSS (local time), the spec's default name. */
+export function pictureBase(d = new Date()): string {
+  return `Picture${pad(d.getDate())}${pad(d.getMonth() + 1)}${d.getFullYear()}-${pad(d.getHours())}${pad(d.getMinutes())}${pad(d.getSeconds())}`;
+}
+
+/** Stretches the luma of a YUYV frame to 16..235 (AutoContrast), in place. */
+export function autoContrast(yuyv: Uint8Array, length: number): void {
+  let lo = 255, hi = 0;
+  for (let i = 0; i < length; i += 32) {
+    const y = yuyv[i]!;
+    if (y < lo) lo = y;
+    if (y > hi) hi = y;
+  }
+  if (hi - lo < 8 || (lo <= 16 && hi >= 235)) return;
+  const lut = new Uint8Array(256);
+  const scale = (235 - 16) / (hi - lo);
+  for (let v = 0; v < 256; v++) lut[v] = Math.max(0, Math.min(255, Math.round(16 + (v - lo) * scale)));
+  for (let i = 0; i < length; i += 2) yuyv[i] = lut[yuyv[i]!]!;
+}
+
+function writableDir(dir: string): boolean {
+  try {
+    if (!statSync(dir).isDirectory()) return false;
+    accessSync(dir, fsc.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export default defineService({
+  spec: {
+    name: "camera",
+    busName: "com.vendor.service.camera2",
+    description:
+      "Camera service: V4L2 cameras (or the virtual board's test pattern) listed with hotplug, opened as leases, configured (format, properties), streamed into shared memory read by clients, and captured to JPEG files.",
+    api,
+    badRequest: (_method, problem) =>
+      problem.kind === "schema" && problem.missing ? { errorCode: E.missing.code, errorText: E.missing.text } : { errorCode: E.parsing.code, errorText: E.parsing.text },
+    internalError: () => ({ errorCode: E.unknown.code, errorText: E.unknown.text }),
+    denied: () => ({ errorCode: E.cannotOpen.code, errorText: E.cannotOpen.text }),
+  },
+
+  async create(ctx) {
+    const loaded = loadCameraOptions(ctx.config);
+    const o: CameraOptionsT = loaded.config;
+    const kind = o.backend === "auto" ? ctx.board.backend : o.backend;
+    const backend: CameraBackend = kind === "linux"
+      ? new LinuxBackend({ devDir: o.devDir, log: ctx.log })
+      : new VirtualBackend({ cameras: o.virtualCameras, plugDir: o.plugDir, log: ctx.log });
+    const captureDir = o.captureDir ?? join(ctx.stateDir, "captures");
+    mkdirSync(captureDir, { recursive: true });
+
+    const cameras = new Map<string, Camera>();
+    const byKey = new Map<string, Camera>();
+    const handles = new Map<number, Handle>();
+    let nextHandle = 1;
+    /** Continuous or burst captures started with startCapture, by handle. */
+    const captures = new Map<Handle, { stream: Stream; job: CaptureJob }>();
+
+    const deviceList = () => [...cameras.keys()].sort((a, b) => Number(a.slice(6)) - Number(b.slice(6))).map((id) => ({ id }));
+
+    // ---- discovery -------------------------------------------------------------
+    const refresh = () => {
+      let present: DeviceDesc[];
+      try {
+        present = backend.list();
+      } catch (e) {
+        ctx.log.error({ err: e }, "listing cameras failed");
+        return;
+      }
+      let changed = false;
+      const keys = new Set(present.map((d) => d.key));
+      for (const cam of [...byKey.values()]) if (!keys.has(cam.desc.key)) {
+        unplugged(cam);
+        changed = true;
+      }
+      for (const d of present) {
+        if (byKey.has(d.key)) continue;
+        let n = 1;
+        while (cameras.has(`camera${n}`)) n++;
+        const cam: Camera = { id: `camera${n}`, desc: d, gone: false, handles: new Set(), solutions: { AutoContrast: false } };
+        cameras.set(cam.id, cam);
+        byKey.set(d.key, cam);
+        ctx.log.info({ id: cam.id, device: d.key, name: d.name }, "camera connected");
+        changed = true;
+      }
+      if (changed) ctx.topics.publish(LIST, { deviceList: deviceList() });
+    };
+
+    const unplugged = (cam: Camera) => {
+      ctx.log.info({ id: cam.id, device: cam.desc.key }, "camera disconnected");
+      cam.gone = true;
+      cameras.delete(cam.id);
+      byKey.delete(cam.desc.key);
+      if (cam.stream) stopStream(cam, cam.stream.kind === "preview");
+      closeDevice(cam);
+      const last = { returnValue: false, errorCode: E.disconnected.code, errorText: E.disconnected.text, id: cam.id };
+      ctx.topics.end(formatKey(cam.id), last);
+      ctx.topics.end(propertiesKey(cam.id), last);
+    };
+
+    const closeDevice = (cam: Camera) => {
+      try {
+        cam.dev?.close();
+      } catch (e) {
+        ctx.log.warn({ id: cam.id, err: e }, "closing the device failed");
+      }
+      cam.dev = undefined;
+    };
+
+    // ---- handles -------------------------------------------------------------------
+    const closeHandle = (h: Handle, why: string) => {
+      if (!handles.has(h.handle)) return;
+      handles.delete(h.handle);
+      const cam = h.camera;
+      cam.handles.delete(h);
+      captures.delete(h);
+      if (cam.stream?.by === h) stopStream(cam, false);
+      if (cam.handles.size === 0) closeDevice(cam);
+      ctx.log.info({ id: cam.id, handle: h.handle, owner: h.owner, why }, "camera handle closed");
+    };
+
+    /** The caller's handle: its own connection, or another connection of the same process (getFd's). */
+    const handleOf = (method: string, n: number, caller: Caller, opts: { primary?: boolean; present?: boolean } = {}): Handle => {
+      const h = handles.get(n);
+      if (!h || (h.owner !== caller.name && !(h.pid > 0 && h.pid === caller.pid))) raise(badHandle(method));
+      if (opts.primary && !h.primary) raise(badHandle(method));
+      if ((opts.present ?? true) && h.camera.gone) raise(E.noDevice);
+      return h;
+    };
+
+    const applyDefaultFormat = (dev: OpenDevice) => {
+      const sizes = dev.formats().YUV ?? [];
+      const s = sizes.find((z) => z.width === 640 && z.height === 480);
+      if (!s) return;
+      const fps = s.fps.find((f) => f <= 30) ?? s.fps[0] ?? 30;
+      try {
+        dev.setFormat({ width: 640, height: 480, format: "YUV", fps });
+      } catch (e) {
+        ctx.log.debug({ err: e }, "default format refused; the device keeps its own");
+      }
+    };
+
+    // ---- streaming -----------------------------------------------------------------
+    const startStream = (h: Handle, kind: Stream["kind"], mem: Stream["mem"], windowId?: string): Stream => {
+      const cam = h.camera;
+      const dev = cam.dev!;
+      const format = dev.getFormat();
+      const frameSize = format.format === "YUV" ? format.width * format.height * 2 : Math.max(dev.frameSize(), 64 * 1024);
+      const g = { slotCount: o.ringSlots, frameSize, width: format.width, height: format.height, fourcc: fourcc(FOURCC[format.format]), fps: format.fps };
+      const size = ringSize(g);
+      let memfd: number | undefined, shmId: number | undefined, key: number | undefined, map: Mapping | undefined;
+      try {
+        if (mem === "posixshm") {
+          memfd = memfdCreate(`camera-${cam.id}`);
+          ftruncate(memfd, size);
+          map = mmap(memfd, size);
+          try {
+            // Readers map it read-only: the size and (through new mappings) the contents are ours.
+            addSeals(memfd, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE);
+          } catch {
+            addSeals(memfd, F_SEAL_SHRINK | F_SEAL_GROW);
+          }
+        } else {
+          for (let tries = 0; shmId === undefined; tries++) {
+            key = 0x43000000 + Math.floor(Math.random() * 0xffffff);
+            try {
+              shmId = shmget(key, size, IPC_CREAT | IPC_EXCL | o.shmMode);
+            } catch (e) {
+              if (tries > 20) throw e;
+            }
+          }
+          map = shmat(shmId);
+        }
+        const ring = new RingWriter(map.buffer, g);
+        const stream: Stream = { by: h, kind, windowId, mem, memfd, shmId, key, map, ring, format, eventFds: new Set(), jobs: new Set() };
+        cam.stream = stream;
+        const isYuv = format.format === "YUV";
+        dev.start(
+          (f) => {
+            const data = ring.write((dst) => {
+              const n = Math.min(f.data.length, dst.length);
+              dst.set(f.data.subarray(0, n));
+              if (isYuv && cam.solutions.AutoContrast) autoContrast(dst, n);
+              return n;
+            }, { deviceSequence: f.deviceSequence, timestampUs: f.timestampUs });
+            for (const fd of stream.eventFds) eventfdSignal(fd);
+            for (const job of stream.jobs) takeFrame(stream, job, data);
+          },
+          (e) => {
+            ctx.log.error({ id: cam.id, err: e }, "the camera's stream failed");
+            if (stream.kind === "preview") ctx.topics.publish(EVENTS, { returnValue: true, id: cam.id, eventType: "preview_fault" });
+            if (cam.stream === stream) stopStream(cam, false);
+          },
+        );
+        ctx.log.info({ id: cam.id, kind, mem, key, format, bytes: size }, "stream started");
+        return stream;
+      } catch (e) {
+        if (cam.stream?.map === map) cam.stream = undefined;
+        map?.unmap();
+        if (memfd !== undefined) closeFd(memfd);
+        if (shmId !== undefined) shmRemove(shmId);
+        ctx.log.error({ id: cam.id, err: e }, "starting the stream failed");
+        raise(E.cannotStart);
+      }
+    };
+
+    const stopStream = (cam: Camera, deviceGone: boolean) => {
+      const s = cam.stream;
+      if (!s) return;
+      cam.stream = undefined;
+      if (!deviceGone) {
+        try {
+          cam.dev?.stop();
+        } catch (e) {
+          ctx.log.warn({ id: cam.id, err: e }, "stopping the device failed");
+        }
+      }
+      s.ring.stop();
+      for (const fd of s.eventFds) eventfdSignal(fd); // readers wake and see the stopped flag
+      for (const fd of s.eventFds) closeFd(fd);
+      for (const job of s.jobs) endJob(s, job);
+      s.map.unmap();
+      if (s.memfd !== undefined) closeFd(s.memfd);
+      if (s.shmId !== undefined) {
+        try {
+          shmRemove(s.shmId);
+        } catch {}
+      }
+      ctx.log.info({ id: cam.id }, "stream stopped");
+    };
+
+    // ---- capture ---------------------------------------------------------------------
+    const newJob = (dir: string, count: number, continuous: boolean): CaptureJob => {
+      let finish!: () => void;
+      const done = new Promise<void>((r) => (finish = r));
+      return { dir, remaining: count, continuous, files: [], queue: [], busy: false, ended: false, done, finish, lastFrameAt: Date.now() };
+    };
+
+    const endJob = (s: Stream, job: CaptureJob) => {
+      job.ended = true;
+      s.jobs.delete(job);
+      if (!job.busy) job.finish();
+    };
+
+    const takeFrame = (s: Stream, job: CaptureJob, data: Buffer) => {
+      if (job.ended || job.remaining <= 0) return;
+      job.lastFrameAt = Date.now();
+      // A continuous capture drops frames while one is being encoded and written.
+      if (job.continuous && (job.busy || job.queue.length)) return;
+      job.remaining--;
+      job.queue.push(Buffer.from(data));
+      if (job.remaining <= 0) s.jobs.delete(job);
+      if (!job.busy) void drain(s, job);
+    };
+
+    const usedNames = new Set<string>();
+    const nextPath = (dir: string): string => {
+      const base = pictureBase();
+      for (let i = 0; ; i++) {
+        const p = join(dir, i === 0 ? `${base}.jpg` : `${base}-${i}.jpg`);
+        if (!usedNames.has(p) && !existsSync(p)) {
+          usedNames.add(p);
+          setTimeout(() => usedNames.delete(p), 2000);
+          return p;
+        }
+      }
+    };
+
+    const drain = async (s: Stream, job: CaptureJob) => {
+      job.busy = true;
+      while (job.queue.length) {
+        const frame = job.queue.shift()!;
+        // One frame per turn of the event loop: encoding is synchronous (ffi/turbojpeg.ts).
+        await new Promise((r) => setImmediate(r));
+        let jpeg: Uint8Array;
+        try {
+          jpeg = s.format.format === "JPEG" ? frame : tj.encodeYuyv(frame, s.format.width, s.format.height, o.jpegQuality);
+        } catch (e) {
+          ctx.log.error({ err: e }, "encoding a frame failed");
+          job.error = E.unknown;
+          break;
+        }
+        const path = nextPath(job.dir);
+        try {
+          await writeFile(path, jpeg);
+          job.files.push(path);
+        } catch (e) {
+          ctx.log.error({ err: e, path }, "writing a capture failed");
+          job.error = E.writeFile;
+          break;
+        }
+      }
+      job.busy = false;
+      if (job.error) {
+        job.ended = true;
+        s.jobs.delete(job);
+      }
+      if (job.ended || job.remaining <= 0) job.finish();
+    };
+
+    const captureDirOf = (path: string | undefined): string => {
+      const dir = path ?? captureDir;
+      if (!writableDir(dir)) raise(E.cannotWrite);
+      return dir;
+    };
+
+    const formatName = (f: string): FormatName => (f === "YUV" || f === "JPEG" ? f : raise(E.unsupportedFormat));
+
+    const solutionsCamera = (method: string, req: { handle?: number; id?: string }, caller: Caller): Camera => {
+      if (req.handle !== undefined) return handleOf(method, req.handle, caller).camera;
+      if (req.id === undefined) raise(E.wrongParam);
+      const cam = cameras.get(req.id) ?? raise(E.wrongParam);
+      if (!cam.dev) raise(E.notOpened);
+      return cam;
+    };
+
+    // ---- start --------------------------------------------------------------------------
+    refresh();
+    const unwatch = backend.watch(refresh);
+    ctx.log.info({ backend: backend.kind, cameras: deviceList(), jpeg: tj.available() }, "camera service ready");
+
+    return {
+      access: o.appIds
+        ? {
+          open: {
+            test: (_caller: Caller, req: { appId?: string }) => req.appId === undefined || o.appIds!.includes(req.appId),
+            describe: `callers whose appId is one of ${o.appIds.join(", ")}`,
+          },
+        }
+        : undefined,
+
+      async stop() {
+        unwatch();
+        for (const cam of cameras.values()) {
+          if (cam.stream) stopStream(cam, false);
+          closeDevice(cam);
+        }
+        for (const h of [...handles.values()]) h.lease?.release();
+        backend.close();
+      },
+
+      handlers: {
+        getCameraList(_req, call) {
+          if (call.subscription) ctx.topics.add(LIST, call.subscription);
+          return call.subscription ? ok({ deviceList: deviceList(), subscribed: true }) : ok({ deviceList: deviceList() });
+        },
+
+        getInfo(req) {
+          const cam = cameras.get(req.id) ?? raise(E.noDevice);
+          let formats;
+          try {
+            formats = cam.dev ? cam.dev.formats() : backend.formats(cam.desc.key);
+          } catch (e) {
+            ctx.log.error({ id: cam.id, err: e }, "reading the camera's formats failed");
+            raise(E.cannotOpen);
+          }
+          const resolution: Record<string, string[]> = {};
+          for (const [name, sizes] of Object.entries(formats)) {
+            resolution[name] = sizes!.flatMap((s) => (s.fps.length ? s.fps : [0]).map((f) => `${s.width},${s.height},${f}`));
+          }
+          return ok({ info: { name: cam.desc.name, type: "camera", builtin: cam.desc.builtin, resolution, supported: true } });
+        },
+
+        open(req, call) {
+          const cam = cameras.get(req.id) ?? raise(E.noDevice);
+          const mode = req.mode ?? "primary";
+          if (mode !== "primary" && mode !== "secondary") raise(E.parsing);
+          const h: Handle = { handle: nextHandle++, camera: cam, owner: call.caller.name, pid: call.caller.pid, primary: mode === "primary" };
+          const key = h.primary ? `${cam.id}/primary` : `${cam.id}/secondary/${h.handle}`;
+          try {
+            h.lease = ctx.leases.take(call.caller.name, key, {
+              exclusive: true,
+              data: h,
+              release: (why) => closeHandle(h, why),
+            });
+          } catch (e) {
+            if (e instanceof LeaseConflict) raise(E.primaryTaken);
+            throw e;
+          }
+          if (!cam.dev) {
+            try {
+              cam.dev = backend.open(cam.desc.key);
+              applyDefaultFormat(cam.dev);
+            } catch (e) {
+              ctx.log.error({ id: cam.id, err: e }, "opening the camera failed");
+              cam.dev = undefined;
+              h.lease.release();
+              raise(E.cannotOpen);
+            }
+          }
+          handles.set(h.handle, h);
+          cam.handles.add(h);
+          ctx.log.info({ id: cam.id, handle: h.handle, mode, owner: h.owner, appId: req.appId }, "camera opened");
+          return ok({ handle: h.handle });
+        },
+
+        close(req, call) {
+          const h = handleOf("close", req.handle, call.caller, { present: false });
+          if (h.camera.stream?.by === h) raise(E.invalidState);
+          h.lease?.release();
+          return ok();
+        },
+
+        getFormat(req, call) {
+          const cam = cameras.get(req.id) ?? raise(E.noDevice);
+          if (!cam.dev) raise(E.notOpened);
+          const params = cam.dev.getFormat();
+          if (call.subscription) ctx.topics.add(formatKey(cam.id), call.subscription);
+          return call.subscription ? ok({ params, subscribed: true }) : ok({ params });
+        },
+
+        setFormat(req, call) {
+          const h = handleOf("setFormat", req.handle, call.caller, { primary: true });
+          const cam = h.camera;
+          if (cam.stream) raise(E.alreadyStarted);
+          const want: CameraFormat = { ...req.params, format: formatName(req.params.format) };
+          let params: CameraFormat;
+          try {
+            params = cam.dev!.setFormat(want);
+          } catch (e) {
+            if (e instanceof UnsupportedFormat) raise(E.formatUnsupported, { errorText: `${E.formatUnsupported.text}: ${e.message}` });
+            throw e;
+          }
+          ctx.topics.publish(formatKey(cam.id), { returnValue: true, id: cam.id, params });
+          return ok();
+        },
+
+        getProperties(req, call) {
+          const cam = cameras.get(req.id) ?? raise(E.noDevice);
+          if (!cam.dev) raise(E.notOpened);
+          for (const n of req.params ?? []) if (!(PROPERTY_NAMES as readonly string[]).includes(n)) raise(E.wrongParam);
+          const all = cam.dev.properties();
+          const params = req.params ? Object.fromEntries(Object.entries(all).filter(([k]) => req.params!.includes(k))) : all;
+          if (call.subscription) ctx.topics.add(propertiesKey(cam.id), call.subscription);
+          return call.subscription ? ok({ params, subscribed: true }) : ok({ params });
+        },
+
+        setProperties(req, call) {
+          const h = handleOf("setProperties", req.handle, call.caller, { primary: true });
+          const cam = h.camera;
+          const dev = cam.dev!;
+          const have = dev.properties();
+          const wanted = Object.entries(req.params).filter(([, v]) => v !== undefined) as [string, { value?: number }][];
+          for (const [name, v] of wanted) {
+            const cap = have[name] ?? raise(E.wrongParam, { errorText: `${E.wrongParam.text}: this camera has no ${name}` });
+            if (v.value === undefined) raise(E.missing, { errorText: `${E.missing.text}: ${name}.value` });
+            if (v.value < cap.min || v.value > cap.max) raise(E.outOfRange, { errorText: `${E.outOfRange.text}: ${name} is ${cap.min} to ${cap.max}` });
+          }
+          if (!wanted.length) return ok();
+          for (const [name, v] of wanted) dev.setProperty(name, v.value!);
+          const now = dev.properties();
+          const params = Object.fromEntries(wanted.map(([n]) => [n, now[n]!]));
+          ctx.topics.publish(propertiesKey(cam.id), { returnValue: true, id: cam.id, params });
+          return ok();
+        },
+
+        startCamera(req, call) {
+          const h = handleOf("startCamera", req.handle, call.caller, { primary: true });
+          if (h.camera.stream) raise(E.invalidState);
+          const type = req.params?.type ?? "posixshm";
+          if (type !== "posixshm" && type !== "sysvshm") raise(E.memoryType);
+          const s = startStream(h, "camera", type);
+          return s.key !== undefined ? ok({ type, key: s.key }) : ok({ type });
+        },
+
+        stopCamera(req, call) {
+          const h = handleOf("stopCamera", req.handle, call.caller, { primary: true });
+          const s = h.camera.stream;
+          if (!s || s.by !== h || s.kind !== "camera") raise(E.invalidState);
+          stopStream(h.camera, false);
+          return ok();
+        },
+
+        startPreview(req, call) {
+          const h = handleOf("startPreview", req.handle, call.caller, { primary: true });
+          if (!o.windows.includes(req.windowId)) raise(E.invalidWindow);
+          if (h.camera.stream) raise(E.invalidState);
+          startStream(h, "preview", "posixshm", req.windowId);
+          return ok();
+        },
+
+        stopPreview(req, call) {
+          const h = handleOf("stopPreview", req.handle, call.caller, { primary: true });
+          const s = h.camera.stream;
+          if (!s || s.by !== h || s.kind !== "preview") raise(E.invalidState);
+          stopStream(h.camera, false);
+          return ok();
+        },
+
+        getFd(req, call) {
+          const h = handleOf("getFd", req.handle, call.caller);
+          const s = h.camera.stream;
+          if (req.type !== "buffer" && req.type !== "event") raise(E.memoryType);
+          if (!s) raise(E.invalidState);
+          if (req.type === "buffer") {
+            if (s.memfd === undefined) raise(E.notPosix);
+            const fd = libc.dup(s.memfd);
+            if (fd < 0) raise(E.unknown);
+            return new FdReply(ok(), fd, true);
+          }
+          const efd = eventfd();
+          s.eventFds.add(efd);
+          // Kept to signal; closed when the stream stops.
+          return new FdReply(ok(), efd, false);
+        },
+
+        async capture(req, call) {
+          const h = handleOf("capture", req.handle, call.caller, { primary: true });
+          const nimage = req.nimage ?? 1;
+          if (!Number.isInteger(nimage) || nimage < 1 || nimage > 30) raise(E.outOfRange, { errorText: `${E.outOfRange.text}: nimage is 1 to 30` });
+          const s = h.camera.stream ?? raise(E.notStarted);
+          const dir = captureDirOf(req.path);
+          if (s.format.format === "YUV" && !tj.available()) raise(E.unsupportedFormat, { errorText: `${E.unsupportedFormat.text}: no JPEG encoder (libturbojpeg) on this system` });
+          const job = newJob(dir, nimage, false);
+          s.jobs.add(job);
+          const watchdog = setInterval(() => {
+            if (Date.now() - job.lastFrameAt > o.frameTimeoutMs && !job.busy) {
+              job.error ??= E.timeout;
+              endJob(s, job);
+            }
+          }, 250);
+          try {
+            await job.done;
+          } finally {
+            clearInterval(watchdog);
+          }
+          if (job.error) raise(job.error);
+          if (job.files.length < nimage) raise(h.camera.gone ? E.noDevice : E.notStarted);
+          return ok({ path: job.files });
+        },
+
+        startCapture(req, call) {
+          const h = handleOf("startCapture", req.handle, call.caller, { primary: true });
+          const s = h.camera.stream ?? raise(E.notStarted);
+          const p = req.params;
+          const burst = p.mode === "MODE_BURST";
+          if (!burst && p.mode !== "MODE_CONTINUOUS") raise(E.wrongParam, { errorText: `${E.wrongParam.text}: mode is MODE_BURST or MODE_CONTINUOUS` });
+          if (burst && p.nimage === undefined) raise(E.missing, { errorText: `${E.missing.text}: nimage` });
+          if (burst && (!Number.isInteger(p.nimage) || p.nimage! < 1 || p.nimage! > 30)) raise(E.outOfRange);
+          const fmt = formatName(p.format);
+          if (fmt !== s.format.format || p.width !== s.format.width || p.height !== s.format.height) raise(E.formatUnsupported);
+          const dir = captureDirOf(req.path);
+          if ([...s.jobs].some((j) => j.continuous || j.remaining > 0)) raise(E.alreadyStarted);
+          if (fmt === "YUV" && !tj.available()) raise(E.unsupportedFormat);
+          const job = newJob(dir, burst ? p.nimage! : Infinity, !burst);
+          s.jobs.add(job);
+          captures.set(h, { stream: s, job });
+          return ok({ path: dir });
+        },
+
+        async stopCapture(req, call) {
+          const h = handleOf("stopCapture", req.handle, call.caller, { primary: true });
+          const c = captures.get(h);
+          if (!c) raise(E.notStarted);
+          captures.delete(h);
+          endJob(c.stream, c.job);
+          await c.job.done;
+          return ok({ path: c.job.files });
+        },
+
+        getSolutions(req, call) {
+          const cam = solutionsCamera("getSolutions", req, call.caller);
+          return ok({
+            solutions: Object.entries(SOLUTIONS).map(([name, s]) => ({ name, params: { enable: !!cam.solutions[name] }, supported: s.supported })),
+          });
+        },
+
+        setSolutions(req, call) {
+          const cam = solutionsCamera("setSolutions", req, call.caller);
+          for (const s of req.solutions) {
+            const known = SOLUTIONS[s.name] ?? raise(E.wrongParam, { errorText: `${E.wrongParam.text}: no solution ${s.name}` });
+            if (s.params.enable && !known.supported) raise(E.wrongParam, { errorText: `${E.wrongParam.text}: ${s.name} needs a model this board does not have` });
+          }
+          for (const s of req.solutions) cam.solutions[s.name] = s.params.enable;
+          return ok();
+        },
+
+        getEventNotification(req, call) {
+          if (call.subscription) ctx.topics.add(EVENTS, call.subscription);
+          return ok({ subscribed: !!call.subscription });
+        },
+      },
+    };
+  },
+});

@@ -1,0 +1,43 @@
+// Shared set-up of the camera tests: a private bus and the camera service on the
+// virtual board, one fixed camera plus a plug directory for hotplug.
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { testEnv, type Env } from "../helpers/harness";
+import type { BusClient } from "../../src/bus/client";
+import type { Json } from "../../src/core/errors";
+
+export const CAMERA = "com.vendor.service.camera2";
+
+export interface CameraEnv {
+  env: Env;
+  client: BusClient;
+  plugDir: string;
+  captureDir: string;
+  call(method: string, payload?: Json | string): Promise<Json>;
+  stop(): Promise<void>;
+}
+
+export async function cameraEnv(config: Json = {}): Promise<CameraEnv> {
+  const env = await testEnv();
+  const plugDir = mkdtempSync(join(tmpdir(), "camera-plug-"));
+  const captureDir = join(env.stateDir, "pictures");
+  mkdirSync(captureDir);
+  await env.start(["camera"], {
+    serviceConfig: { camera: { plugDir, windows: ["window0"], ...config } },
+  } as any);
+  const client = await env.client();
+  return {
+    env,
+    client,
+    plugDir,
+    captureDir,
+    call: (method, payload = {}) => client.call(CAMERA, method, payload),
+    async stop() {
+      await env.stop();
+      rmSync(plugDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const err = (code: number, text: string) => ({ returnValue: false, errorCode: code, errorText: text });
