@@ -14,7 +14,11 @@ const lib = dlopen("libc.so.6", {
 
 /** struct posix_acl_xattr_header { __le32 a_version; } and entries { __le16 e_tag; __le16 e_perm; __le32 e_id; }. */
 export const POSIX_ACL_XATTR_VERSION = 2;
-export const SIZEOF_HEADER = 4, SIZEOF_ENTRY = 8;
+export const structs = {
+  header: { c: "struct posix_acl_xattr_header", size: 4, fields: { a_version: 0 } },
+  entry: { c: "struct posix_acl_xattr_entry", size: 8, fields: { e_tag: 0, e_perm: 2, e_id: 4 } },
+};
+export const SIZEOF_HEADER = structs.header.size, SIZEOF_ENTRY = structs.entry.size;
 export const ACL_USER_OBJ = 0x01, ACL_USER = 0x02, ACL_GROUP_OBJ = 0x04, ACL_GROUP = 0x08, ACL_MASK = 0x10, ACL_OTHER = 0x20;
 export const ACL_UNDEFINED_ID = 0xffffffff;
 const ENODATA = 61;

@@ -29,8 +29,10 @@ export const mediaIndexerOptions = (stateDir: string) =>
     detect: z.boolean().default(true),
     /** inotify on indexed local devices. */
     watch: z.boolean().default(true),
-    /** Seconds between the fallback rescans of local devices (0: none). */
+    /** Seconds between full rescans of every local device (0: none). */
     rescanInterval: seconds(3600),
+    /** Seconds between rescans of local devices that inotify does not watch entirely (watch off, watch limit, no inotify; 0: none). */
+    fallbackRescanInterval: seconds(300),
     /** Metadata extractions in flight during a scan. */
     scanConcurrency: z.number().int().min(1).max(64).default(8),
     upnp: z

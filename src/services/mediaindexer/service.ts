@@ -171,13 +171,19 @@ export default defineService({
         p.active = true;
         p.startDetect().catch((e) => ctx.log.warn({ plugin: p.name, err: e }, "detection failed to start"));
       }
-    if (cfg.rescanInterval > 0) {
-      const t = setInterval(() => {
-        for (const d of ix.localDevices()) void ix.scan(d).catch(() => {});
-      }, cfg.rescanInterval * 1000);
+    const every = (seconds: number, fn: () => void) => {
+      if (seconds <= 0) return;
+      const t = setInterval(fn, seconds * 1000);
       t.unref?.();
       timers.add(t);
-    }
+    };
+    every(cfg.rescanInterval, () => {
+      for (const d of ix.localDevices()) void ix.scan(d).catch(() => {});
+    });
+    // The cheap fallback: devices inotify does not cover entirely (unchanged files cost a stat each).
+    every(cfg.fallbackRescanInterval, () => {
+      for (const d of ix.localDevices()) if (!watcher?.watching(d.uri)) void ix.scan(d).catch(() => {});
+    });
     // Grants of earlier runs, again (a database file recreated since then has lost its ACL).
     for (const g of store.permissions())
       try {

@@ -1,8 +1,196 @@
-// placeholder
-import type { Indexer, Device } from "./indexer";
+// Watching local devices (storage, msc) with inotify: every directory of an available
+// device is watched (one inotify instance on the platform's event source); a file
+// written, moved in, moved away or deleted queues a scan of its directory only, a
+// directory created or moved in is watched and scanned, one deleted or moved away
+// has its entries removed. Events settle for a moment first, so a copy of many files
+// is one scan per directory. Where a tree cannot be watched entirely (the watch limit,
+// a filesystem without inotify) the device is marked partial and the periodic rescan
+// (fallbackRescanInterval) covers it; an event queue overflow rescans every device.
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import type { Logger } from "../../core/log";
+import { watch as watchFd, type Watch } from "../../ffi/loop";
+import * as ino from "../../ffi/inotify";
+import type { Device, Indexer } from "./indexer";
+import { mediaType } from "./backend/kinds";
+
+const DIR_MASK =
+  ino.IN_CLOSE_WRITE | ino.IN_CREATE | ino.IN_DELETE | ino.IN_MOVED_FROM | ino.IN_MOVED_TO |
+  ino.IN_DELETE_SELF | ino.IN_MOVE_SELF | ino.IN_ONLYDIR | ino.IN_EXCL_UNLINK;
+/** How long events of a directory settle before it is scanned. */
+const SETTLE_MS = 150;
+const ENOSPC = 28;
+
+interface Watched {
+  dev: string;
+  rel: string;
+}
+
 export class Watcher {
+  private fd = -1;
+  private w?: Watch;
+  private byWd = new Map<number, Watched>();
+  /** Device uri -> directory (relative) -> wd. */
+  private byDev = new Map<string, Map<string, number>>();
+  private pending = new Map<string, { dev: string; rel: string; recursive: boolean }>();
+  private timer?: ReturnType<typeof setTimeout>;
+  private closed = false;
+  /** Devices whose tree is not watched entirely: the periodic rescan covers them. */
+  readonly partial = new Set<string>();
+
   constructor(private ix: Indexer, private log: Logger) {}
-  follow(_dev: Device, _available: boolean) {}
-  close() {}
+
+  /** A local device became available (watch its tree) or went away (drop its watches). */
+  follow(dev: Device, available: boolean) {
+    if (this.closed) return;
+    if (!available) return this.unfollow(dev.uri);
+    this.partial.delete(dev.uri);
+    void this.addTree(dev, "").catch((e) => this.log.warn({ device: dev.uri, err: (e as Error).message }, "watching failed"));
+  }
+
+  /** Whether a device's whole tree is watched. */
+  watching(uri: string): boolean {
+    return this.byDev.has(uri) && !this.partial.has(uri);
+  }
+
+  private ensure(): boolean {
+    if (this.fd >= 0) return true;
+    try {
+      this.fd = ino.inotifyInit();
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, "inotify unavailable; periodic rescans only");
+      return false;
+    }
+    this.w = watchFd(this.fd, { readable: () => this.onReadable() }, { ref: false });
+    return true;
+  }
+
+  private async addTree(dev: Device, rel: string) {
+    if (!this.ensure()) {
+      this.partial.add(dev.uri);
+      return;
+    }
+    let dirs = this.byDev.get(dev.uri);
+    if (!dirs) this.byDev.set(dev.uri, (dirs = new Map()));
+    const otherRoots = new Set(this.ix.localDevices().filter((d) => d !== dev).map((d) => d.root));
+    const stack = [rel];
+    while (stack.length) {
+      if (!dev.available || this.closed) return;
+      const r = stack.pop()!;
+      const abs = r ? join(dev.root, r) : dev.root;
+      if (r && otherRoots.has(abs)) continue;
+      // The watch first, then the listing: nothing created in between is missed.
+      try {
+        const wd = ino.addWatch(this.fd, abs, DIR_MASK);
+        this.byWd.set(wd, { dev: dev.uri, rel: r });
+        dirs.set(r, wd);
+      } catch (e) {
+        this.partial.add(dev.uri);
+        if ((e as { errno?: number }).errno === ENOSPC) {
+          this.log.warn({ device: dev.uri, dir: abs }, "inotify watch limit reached; the rest of the device is covered by periodic rescans");
+          return;
+        }
+        continue;
+      }
+      let ents: import("node:fs").Dirent[];
+      try {
+        ents = await readdir(abs, { withFileTypes: true });
+      } catch {
+        continue;
+      }
+      for (const e of ents) if (e.isDirectory() && !e.name.startsWith(".")) stack.push(r ? `${r}/${e.name}` : e.name);
+    }
+  }
+
+  private unfollow(uri: string, under?: string) {
+    const dirs = this.byDev.get(uri);
+    if (!dirs) return;
+    for (const [rel, wd] of dirs) {
+      if (under !== undefined && rel !== under && !rel.startsWith(`${under}/`)) continue;
+      dirs.delete(rel);
+      this.byWd.delete(wd);
+      if (this.fd >= 0) ino.rmWatch(this.fd, wd);
+    }
+    if (under === undefined) this.byDev.delete(uri);
+  }
+
+  private onReadable() {
+    let events: ino.InotifyEvent[];
+    try {
+      events = ino.readEvents(this.fd);
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, "inotify read failed");
+      return;
+    }
+    for (const ev of events) this.onEvent(ev);
+  }
+
+  private onEvent(ev: ino.InotifyEvent) {
+    if (ev.mask & ino.IN_Q_OVERFLOW) {
+      this.log.warn("inotify queue overflow; rescanning every watched device");
+      for (const uri of this.byDev.keys()) this.queue(uri, "", true);
+      return;
+    }
+    const at = this.byWd.get(ev.wd);
+    if (!at) return;
+    if (ev.mask & ino.IN_IGNORED) {
+      this.byWd.delete(ev.wd);
+      const dirs = this.byDev.get(at.dev);
+      if (dirs?.get(at.rel) === ev.wd) dirs.delete(at.rel);
+      return;
+    }
+    if (ev.mask & (ino.IN_DELETE_SELF | ino.IN_MOVE_SELF)) {
+      // The device's own directory went away: unavailable, entries kept. A subdirectory: its parent's event handles it.
+      if (at.rel === "") {
+        this.unfollow(at.dev);
+        this.ix.setUnavailable(at.dev);
+      }
+      return;
+    }
+    if (!ev.name || ev.name.startsWith(".")) return;
+    const child = at.rel ? `${at.rel}/${ev.name}` : ev.name;
+    if (ev.mask & ino.IN_ISDIR) {
+      const dev = this.ix.devices.get(at.dev);
+      if (!dev?.available) return;
+      if (ev.mask & (ino.IN_CREATE | ino.IN_MOVED_TO)) {
+        void this.addTree(dev, child).catch(() => {});
+        this.queue(at.dev, child, true);
+      } else if (ev.mask & (ino.IN_DELETE | ino.IN_MOVED_FROM)) {
+        this.unfollow(at.dev, child);
+        this.queue(at.dev, child, true);
+      }
+      return;
+    }
+    if (!(ev.mask & (ino.IN_CLOSE_WRITE | ino.IN_MOVED_TO | ino.IN_DELETE | ino.IN_MOVED_FROM))) return;
+    if (!mediaType(ev.name)) return;
+    this.queue(at.dev, at.rel, false);
+  }
+
+  private queue(dev: string, rel: string, recursive: boolean) {
+    const key = `${dev}\0${rel}`;
+    const had = this.pending.get(key);
+    this.pending.set(key, { dev, rel, recursive: recursive || !!had?.recursive });
+    this.timer ??= setTimeout(() => this.flush(), SETTLE_MS);
+  }
+
+  private flush() {
+    this.timer = undefined;
+    const jobs = [...this.pending.values()];
+    this.pending.clear();
+    for (const j of jobs) {
+      const dev = this.ix.devices.get(j.dev);
+      if (!dev?.available) continue;
+      void this.ix.scan(dev, j.rel, j.recursive).catch(() => {});
+    }
+  }
+
+  close() {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.w?.close();
+    if (this.fd >= 0) ino.closeFd(this.fd);
+    this.fd = -1;
+    this.byWd.clear();
+    this.byDev.clear();
+  }
 }
