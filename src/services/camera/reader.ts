@@ -84,6 +84,11 @@ export class FrameReader {
     return (this.view.getUint32(H.flags, true) & FLAG_STOPPED) !== 0;
   }
 
+  /** Skips every frame written so far: read() returns only those that follow. */
+  skipToLatest(): void {
+    this.next = this.writeIndex;
+  }
+
   /** Every frame written since the last call (copied out), oldest first. */
   read(): RingFrame[] {
     const out: RingFrame[] = [];

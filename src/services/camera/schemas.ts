@@ -9,8 +9,8 @@ const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ return
 
 /** A handle: a Number (startCamera's is declared a string in the spec: a string of digits is taken too). */
 const handle = z
-  .union([z.number().int(), z.string().regex(/^\d+$/).transform(Number)])
-  .describe("the handle returned by open");
+  .preprocess((v) => (typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v), z.number().int())
+  .describe("the handle returned by open (a Number; a string of digits is taken too)");
 const id = z.string().min(1).describe("camera ID from getCameraList (camera1, ...)");
 const subscribe = z.boolean().optional();
 

@@ -96,14 +96,19 @@ export function pictureBase(d = new Date()): string {
   return `Picture${pad(d.getDate())}${pad(d.getMonth() + 1)}${d.getFullYear()}-${pad(d.getHours())}${pad(d.getMinutes())}${pad(d.getSeconds())}`;
 }
 
-/** Stretches the luma of a YUYV frame to 16..235 (AutoContrast), in place. */
+/**
+ * AutoContrast: stretches the luma of a YUYV frame in place so that the range
+ * between its 5th and 95th percentiles (from a sample of one pixel in 16) spans
+ * 16..235; chroma is left as it is.
+ */
 export function autoContrast(yuyv: Uint8Array, length: number): void {
-  let lo = 255, hi = 0;
-  for (let i = 0; i < length; i += 32) {
-    const y = yuyv[i]!;
-    if (y < lo) lo = y;
-    if (y > hi) hi = y;
-  }
+  const hist = new Uint32Array(256);
+  let n = 0;
+  for (let i = 0; i < length; i += 32, n++) hist[yuyv[i]!]!++;
+  const cut = Math.floor(n * 0.05);
+  let lo = 0, hi = 255;
+  for (let acc = 0; lo < 255 && (acc += hist[lo]!) <= cut; ) lo++;
+  for (let acc = 0; hi > 0 && (acc += hist[hi]!) <= cut; ) hi--;
   if (hi - lo < 8 || (lo <= 16 && hi >= 235)) return;
   const lut = new Uint8Array(256);
   const scale = (235 - 16) / (hi - lo);
