@@ -373,6 +373,9 @@ export class BusServer {
         }
       }
     }
+    if (h.spec.failureFields && !(response instanceof FdReply) && response.returnValue === false) {
+      response = { ...h.spec.failureFields(method, "value" in parsed0 ? parsed0.value : undefined), ...response };
+    }
     const json = response instanceof FdReply ? response.response : response;
     if (this.checkResponses) {
       const r = spec.response.safeParse(json);

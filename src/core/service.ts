@@ -54,6 +54,12 @@ export interface ServiceSpec<A extends Api = Api> {
   internalError(method: string, error: unknown): Json;
   /** How a caller that the method's access rule refuses is answered. */
   denied?(method: string, caller: Caller): Json;
+  /**
+   * Fields the spec requires in every response of a method, failures included (intent
+   * `start`'s `intentId`, `query`'s `handlers`): merged under every failure response
+   * of the method, whatever produced it. `payload` is the request as far as it parsed.
+   */
+  failureFields?(method: string, payload: unknown): Json;
 }
 
 export interface Caller {

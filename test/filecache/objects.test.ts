@@ -243,6 +243,18 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   expectError(await t.call("CopyCacheObject", { pathName: p, destination: join(dest, "photo.jpg") }), -192, /^CopyCacheObject: destination not a directory: /);
   expectError(await t.call("CopyCacheObject", { pathName: p, destination: dest, fileName: "" }), -192, /^CopyCacheObject: no file name specified or found for /);
   expectError(await t.call("CopyCacheObject", { pathName: p, destination: dest, fileName: "a/b" }), -192, /no file name specified or found/);
+  // The copy itself failing: a name longer than the file system takes is -192; /proc and
+  // /sys take no files (-193). No errno text, and no path of the cache's own, in the reply.
+  const long = await t.call("CopyCacheObject", { pathName: p, destination: dest, fileName: "n".repeat(300) });
+  expectError(long, -192, /^CopyCacheObject: no file name specified or found: the name is too long for the destination \(300 bytes/);
+  for (const where of ["/proc", "/sys"]) {
+    const r = await t.call("CopyCacheObject", { pathName: p, destination: where });
+    expectError(r, -193, new RegExp(`^CopyCacheObject: (invalid destination|no write permission on destination): ${where}`));
+  }
+  for (const r of [long, await t.call("CopyCacheObject", { pathName: p, destination: "/proc" })]) {
+    expect(r.errorText as string).not.toContain(t.env.stateDir);
+    expect(r.errorText as string).not.toMatch(/ENAMETOOLONG|ENOENT|EACCES|errno|copyfile/i);
+  }
   const unnamed = await insert({ fileName: "", size: 10 });
   expectError(await t.call("CopyCacheObject", { pathName: unnamed, destination: dest }), -192, /^CopyCacheObject: no file name specified or found for /);
   const full = join(t.env.stateDir, "full");

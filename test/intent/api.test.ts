@@ -20,7 +20,10 @@ const SILENT = "/bin/true";
 const config = (extra: Record<string, unknown> = {}) => ({
   serviceConfig: { intent: { applicationDirs: [apps], sessions: { driver: [driverApps] }, launcher: "exec", reloadDelayMs: 20, ...extra } },
 });
-const err = (text: string) => ({ returnValue: false, errorText: text });
+const err = (text: string, extra: Record<string, unknown> = {}) => ({ returnValue: false, errorText: text, ...extra });
+/** Failures carry the fields the spec requires in every response: start and subscribeResult intentId (0: none), query handlers. */
+const NO_INTENT = { intentId: 0 };
+const NO_HANDLERS = { handlers: [] };
 
 beforeAll(async () => {
   env = await testEnv();
@@ -66,68 +69,86 @@ test("start: intent IDs are new for every intent, never taken from the request",
   expect(await call("subscribeResult", { intentId: a.intentId! })).toEqual({ returnValue: true, subscribed: false, intentId: a.intentId });
 });
 
-test("sendResult reaches every result subscriber, with from set to the handler", async () => {
+test("intent IDs stay unique across a restart of the service: an ID from before it names no new intent", async () => {
+  const before = (await call("start", { intent: { name: "com.example.browser" } })).intentId as number;
+  await env.start(["intent"], config());
+  const after = (await call("start", { intent: { name: "com.example.browser" } })).intentId as number;
+  expect(after).toBeGreaterThan(before);
+  expect(await call("subscribeResult", { intentId: before })).toEqual({ ...err("Invalid parameter"), intentId: before });
+});
+
+test("launch parameters longer than one program argument may be: refused with the reason, nothing started", async () => {
+  const started = service().inspect().intents;
+  const r = await call("start", { intent: { name: "com.example.browser", extra: { blob: "x".repeat(200_000) } } });
+  expect(r).toEqual({ ...err("Failed to start intent"), ...NO_INTENT, reason: expect.stringMatching(/^launch parameters of \d+ bytes exceed the 131071 bytes a program argument may hold$/) });
+  expect(service().inspect().intents).toBe(started);
+  // Just under the limit still launches.
+  const fits = await call("start", { intent: { name: "com.example.browser", extra: { blob: "x".repeat(120_000) } } });
+  expect(fits.returnValue).toBe(true);
+});
+
+test("sendResult is accepted only from the handler's process: another caller is refused and nothing is pushed", async () => {
+  // The handler's process (exec launcher) is known; this test's client is not it.
+  // Results from the handler itself, reaching every subscriber: handler.test.ts.
   const got: any[] = [];
   const started = await client.subscribe(INTENT, "start", { intent: { action: "view", uri: "file:///media/song.mp3" } }, (m) => got.push(["start", m]));
   const id = started.first.intentId as number;
   const other = await client.subscribe(INTENT, "subscribeResult", { intentId: id }, (m) => got.push(["other", m]));
   expect(other.first).toEqual({ returnValue: true, subscribed: true, intentId: id });
-  expect(await call("sendResult", { intentId: id, result: "playing" })).toEqual({ returnValue: true, intentId: id });
-  expect(await call("sendResult", { intentId: id, intent: { extra: { position: 3 } } })).toEqual({ returnValue: true, intentId: id });
-  await eventually(() => got.length === 4);
-  const first = { returnValue: true, subscribed: true, intentId: id, result: "playing", from: "com.example.player" };
-  const second = { returnValue: true, subscribed: true, intentId: id, intent: { extra: { position: 3 } }, from: "com.example.player" };
-  expect(got.filter(([w]) => w === "start").map(([, m]) => m)).toEqual([first, second]);
-  expect(got.filter(([w]) => w === "other").map(([, m]) => m)).toEqual([first, second]);
+  expect(await call("sendResult", { intentId: id, result: "playing" })).toEqual({
+    returnValue: false, errorText: "Invalid parameter", reason: `intent ${id} was routed to com.example.player; results are accepted from it only`,
+  });
+  await Bun.sleep(50);
+  expect(got).toEqual([]);
   await started.cancel();
   await other.cancel();
 });
 
 test("error: Invalid parameter (bad JSON, wrong types, unknown intent ID)", async () => {
   const invalid = err("Invalid parameter");
-  expect(await call("start", "{not json")).toEqual(invalid);
-  expect(await call("start", { intent: "view" })).toEqual(invalid);
-  expect(await call("start", { intent: { action: 5 } })).toEqual(invalid);
-  expect(await call("start", { intent: { action: "view" }, subscribe: "yes" })).toEqual(invalid);
-  expect(await call("query", { intent: { uri: ["http://x"] } })).toEqual(invalid);
+  expect(await call("start", "{not json")).toEqual({ ...invalid, ...NO_INTENT });
+  expect(await call("start", { intent: "view" })).toEqual({ ...invalid, ...NO_INTENT });
+  expect(await call("start", { intent: { action: 5 } })).toEqual({ ...invalid, ...NO_INTENT });
+  expect(await call("start", { intent: { action: "view" }, subscribe: "yes" })).toEqual({ ...invalid, ...NO_INTENT });
+  expect(await call("query", { intent: { uri: ["http://x"] } })).toEqual({ ...invalid, ...NO_HANDLERS });
   expect(await call("sendResult", { intentId: "1" })).toEqual(invalid);
   expect(await call("sendResult", { intentId: 1.5 })).toEqual(invalid);
   expect(await call("sendResult", { intentId: 999999, result: "x" })).toEqual(invalid);
   expect(await call("sendResult", { intentId: 1, result: 7 })).toEqual(invalid);
-  expect(await call("subscribeResult", { intentId: 999999, subscribe: true })).toEqual(invalid);
+  expect(await call("subscribeResult", { intentId: 999999, subscribe: true })).toEqual({ ...invalid, intentId: 999999 });
   // intentId is a Number (spec): accepted as one, but a fraction names no running intent.
-  expect(await call("subscribeResult", { intentId: 1.5 })).toEqual(invalid);
-  expect(await call("subscribeResult", { intentId: 1e300 })).toEqual(invalid);
+  expect(await call("subscribeResult", { intentId: 1.5 })).toEqual({ ...invalid, intentId: 1.5 });
+  expect(await call("subscribeResult", { intentId: 1e300 })).toEqual({ ...invalid, intentId: 1e300 });
 });
 
 test("error: Failed to parse intent (no intent, or neither name nor action)", async () => {
   const parse = err("Failed to parse intent");
-  expect(await call("start", {})).toEqual(parse);
-  expect(await call("start", { intent: {} })).toEqual(parse);
-  expect(await call("start", { intent: { uri: "http://example.com", mimeType: "text/html" } })).toEqual(parse);
-  expect(await call("start", { intent: { name: "", action: "" } })).toEqual(parse);
-  expect(await call("query", { intent: { uri: "http://example.com" } })).toEqual(parse);
+  expect(await call("start", {})).toEqual({ ...parse, ...NO_INTENT });
+  expect(await call("start", { intent: {} })).toEqual({ ...parse, ...NO_INTENT });
+  expect(await call("start", { intent: { uri: "http://example.com", mimeType: "text/html" } })).toEqual({ ...parse, ...NO_INTENT });
+  expect(await call("start", { intent: { name: "", action: "" } })).toEqual({ ...parse, ...NO_INTENT });
+  expect(await call("query", { intent: { uri: "http://example.com" } })).toEqual({ ...parse, ...NO_HANDLERS });
 });
 
 test("error: Cannot find session", async () => {
-  expect(await call("start", { sessionId: "passenger", intent: { action: "view", uri: "geo://1,2" } })).toEqual(err("Cannot find session"));
-  expect(await call("query", { sessionId: "passenger" })).toEqual(err("Cannot find session"));
+  expect(await call("start", { sessionId: "passenger", intent: { action: "view", uri: "geo://1,2" } })).toEqual({ ...err("Cannot find session"), ...NO_INTENT });
+  expect(await call("query", { sessionId: "passenger" })).toEqual({ ...err("Cannot find session"), ...NO_HANDLERS });
 });
 
 test("error: Cannot find handler", async () => {
   const none = err("Cannot find handler");
-  expect(await call("start", { intent: { action: "view", uri: "ftp://example.com/" } })).toEqual(none);
-  expect(await call("start", { intent: { action: "share" } })).toEqual(none);
-  expect(await call("start", { intent: { name: "com.example.unknown" } })).toEqual(none);
+  expect(await call("start", { intent: { action: "view", uri: "ftp://example.com/" } })).toEqual({ ...none, ...NO_INTENT });
+  expect(await call("start", { intent: { action: "share" } })).toEqual({ ...none, ...NO_INTENT });
+  expect(await call("start", { intent: { name: "com.example.unknown" } })).toEqual({ ...none, ...NO_INTENT });
   // The session has no browser.
-  expect(await call("start", { sessionId: "driver", intent: { action: "view", uri: "http://example.com" } })).toEqual(none);
+  expect(await call("start", { sessionId: "driver", intent: { action: "view", uri: "http://example.com" } })).toEqual({ ...none, ...NO_INTENT });
 });
 
 test("error: 'intentId' is required parameter", async () => {
   const required = err("'intentId' is required parameter");
   expect(await call("sendResult", { result: "done" })).toEqual(required);
-  expect(await call("subscribeResult", { subscribe: true })).toEqual(required);
-  expect(await call("subscribeResult", {})).toEqual(required);
+  expect(await call("subscribeResult", { subscribe: true })).toEqual({ ...required, intentId: 0 });
+  expect(await call("subscribeResult", {})).toEqual({ ...required, intentId: 0 });
 });
 
 test("the pool follows the directories: install, bad descriptor, fix, remove, a directory created later", async () => {
@@ -152,7 +173,7 @@ test("the pool follows the directories: install, bad descriptor, fix, remove, a 
   removeApp(apps, "com.example.gallery");
   removeApp(apps, "com.example.bad");
   await eventually(async () => !(await pool()).includes("com.example.gallery") && !(await pool()).includes("com.example.bad"), 1000);
-  expect(await call("start", { intent: { action: "view", uri: "file:///pics/a.png" } })).toEqual(err("Cannot find handler"));
+  expect(await call("start", { intent: { action: "view", uri: "file:///pics/a.png" } })).toEqual({ ...err("Cannot find handler"), ...NO_INTENT });
 });
 
 test("an application directory that appears after the start is picked up", async () => {
@@ -178,9 +199,9 @@ test("an intent whose handler never answers ends after its lifetime; the oldest 
   await env.start(["intent"], config({ intentLifetimeMs: 300, maxIntents: 3 }));
   const s = await client.subscribe(INTENT, "start", { intent: { name: "com.example.browser" } }, () => {});
   const id = s.first.intentId as number;
-  // Activity (subscribeResult, sendResult) keeps it alive.
+  // Activity (subscribeResult, or a sendResult of its handler) keeps it alive.
   await Bun.sleep(200);
-  expect((await call("sendResult", { intentId: id, result: "still here" })).returnValue).toBe(true);
+  expect((await call("subscribeResult", { intentId: id })).returnValue).toBe(true);
   await Bun.sleep(200);
   expect((await call("subscribeResult", { intentId: id })).returnValue).toBe(true);
   // Then silence: it ends, its subscribers are told, its ID is refused.
@@ -193,7 +214,7 @@ test("an intent whose handler never answers ends after its lifetime; the oldest 
   const ids: number[] = [];
   for (let i = 0; i < 4; i++) ids.push((await call("start", { intent: { name: "com.example.browser" } })).intentId as number);
   expect(service().inspect().intents).toBe(3);
-  expect(await call("subscribeResult", { intentId: ids[0]! })).toEqual(err("Invalid parameter"));
+  expect(await call("subscribeResult", { intentId: ids[0]! })).toEqual({ ...err("Invalid parameter"), intentId: ids[0] });
   expect((await call("subscribeResult", { intentId: ids[3]! })).returnValue).toBe(true);
   await eventually(() => service().inspect().intents === 0, 1500);
 });

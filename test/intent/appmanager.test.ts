@@ -44,6 +44,7 @@ test("launcher applicationmanager: no application manager on the bus -> Failed t
   expect(await client.call(INTENT, "start", { intent: { action: "view", uri: "http://example.com" } })).toEqual({
     returnValue: false,
     errorText: "Failed to start intent",
+    intentId: 0,
   });
 });
 
@@ -78,7 +79,7 @@ test("launcher auto uses the application manager when it is on the bus", async (
   expect(launches(am)[0]).toEqual({ id: "com.example.browser", params: { intent: { name: "com.example.browser", intentId: r.intentId } } });
   await am.kill();
   // Without it, auto runs main, which these apps lack.
-  expect(await client.call(INTENT, "start", { intent: { name: "com.example.browser" } })).toEqual({ returnValue: false, errorText: "Failed to start intent" });
+  expect(await client.call(INTENT, "start", { intent: { name: "com.example.browser" } })).toEqual({ returnValue: false, errorText: "Failed to start intent", intentId: 0 });
 });
 
 test("an application manager that refuses the launch -> Failed to start intent", async () => {
@@ -87,6 +88,7 @@ test("an application manager that refuses the launch -> Failed to start intent",
   expect(await client.call(INTENT, "start", { intent: { action: "view", uri: "http://example.com" }, subscribe: true })).toEqual({
     returnValue: false,
     errorText: "Failed to start intent",
+    intentId: 0,
   });
   expect(launches(am)).toHaveLength(1);
   await am.kill();

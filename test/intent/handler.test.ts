@@ -113,8 +113,8 @@ test("a handler whose main cannot run: Failed to start intent, and the intent is
   installApp(apps, { id: "com.example.nomain", intentFilters: [{ actions: ["share"] }] });
   await eventually(async () => ((await client.call(INTENT, "query", {})).handlers as unknown[]).length === 4, 1000);
   const before = service().inspect();
-  expect(await client.call(INTENT, "start", { intent: { action: "edit" }, subscribe: true })).toEqual({ returnValue: false, errorText: "Failed to start intent" });
-  expect(await client.call(INTENT, "start", { intent: { action: "share" } })).toEqual({ returnValue: false, errorText: "Failed to start intent" });
+  expect(await client.call(INTENT, "start", { intent: { action: "edit" }, subscribe: true })).toEqual({ returnValue: false, errorText: "Failed to start intent", intentId: 0 });
+  expect(await client.call(INTENT, "start", { intent: { action: "share" } })).toEqual({ returnValue: false, errorText: "Failed to start intent", intentId: 0 });
   expect(service().inspect().intents).toBe(before.intents);
   expect(service().inspect().subscribers).toBe(before.subscribers);
 });

@@ -292,3 +292,17 @@ describe("stage lifetime", () => {
     await sub.cancel();
   });
 });
+
+test("teCommandIds stay unique across a restart of the service: a late reply from before it names nothing new", async () => {
+  const before = (await c.call(TA, "handleRequest", { command: "fly" })).teCommandId as number;
+  expect(typeof before).toBe("number");
+  await env.start(["testautomation"], { serviceConfig: { testautomation: { replyTimeoutMs: 1500 } } });
+  const after = (await c.call(TA, "handleRequest", { command: "fly" })).teCommandId as number;
+  expect(after).toBeGreaterThan(before);
+  // The ID from before the restart is no command of the new process.
+  const nubClient = await env.client();
+  const sub = await nubClient.subscribe(TA, "subscribeToCommands", { appInfo: { id: "com.example.late" }, name: "m", scene: "s", type: "web" }, () => {});
+  const r = await nubClient.call(TA, "replyToCommand", { stageId: sub.first.stageId, teCommandId: before, command: "getItems", queue: [] });
+  expect(r).toEqual({ returnValue: false, errorCode: -1, errorText: "Command ID is invalid", teCommandId: before });
+  await sub.cancel();
+});

@@ -577,6 +577,7 @@ export class FileCache {
   }
 
   /** Copies an object out of the cache; returns the new path. */
+  /** See copyError() for how a failed copy is answered. */
   async copy(o: CacheObject, destination: string, fileName: string | undefined, caller: Identity | null): Promise<string> {
     const M = "CopyCacheObject";
     const name = fileName ?? o.fileName;
@@ -593,7 +594,7 @@ export class FileCache {
         done = await files.copyNew(o.path, candidate, o.type.dirType, caller);
       } catch (e: any) {
         if (e?.code === "ENOENT" && !files.exists(o.path)) return raise(E.pathGone(M, o.path));
-        throw e;
+        return raise(copyError(M, e?.code, name, destination));
       }
       if (done) {
         if (!o.removed) this.touch(o);
@@ -686,4 +687,30 @@ export class FileCache {
       this.log.warn({ loTotal: this.loTotal, total: this.total }, "the low watermarks add up to more than totalCacheSpace");
     this.log.info({ types: this.types.size, objects: this.objects.size, used: this.usedTotal, total: this.total, removed }, "file cache ready");
   }
+}
+
+/** Why a copy failed at the destination, in words that carry no internal path or errno text. */
+const COPY_FAILURES: Record<string, string> = {
+  ENOSPC: "no space left on the destination",
+  EDQUOT: "disk quota exceeded on the destination",
+  EFBIG: "the object is too large for the destination",
+  EROFS: "the destination is read-only",
+  EINVAL: "the destination does not take files",
+  EOPNOTSUPP: "the destination does not take files",
+  ENOTSUP: "the destination does not take files",
+  ENOENT: "the destination went away",
+  ENOTDIR: "the destination went away",
+  EIO: "input/output error on the destination",
+};
+
+/**
+ * The spec's row for a copy that failed on its way (the checks before it passed):
+ * a name the destination's file system cannot hold is -192; no permission is -193
+ * "no write permission"; anything else is -193 "invalid destination" with a fixed
+ * reason (/proc, /sys, a read-only or full file system).
+ */
+export function copyError(m: string, code: string | undefined, name: string, destination: string) {
+  if (code === "ENAMETOOLONG") return E.nameTooLong(m, name);
+  if (code === "EACCES" || code === "EPERM") return E.noWritePermission(m, destination);
+  return E.copyFailed(m, destination, COPY_FAILURES[code ?? ""] ?? `the copy failed (${code ?? "unknown error"})`);
 }

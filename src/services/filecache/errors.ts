@@ -41,8 +41,11 @@ export const E = {
   // -193
   invalidDestination: (m: string, dest: string) => row(-193)(`${m}: invalid destination: ${dest}`),
   noWritePermission: (m: string, dest: string) => row(-193)(`${m}: no write permission on destination: ${dest}`),
+  /** The copy itself failed at the destination (a file system that takes no files, no space): why is a fixed phrase, never errno text. */
+  copyFailed: (m: string, dest: string, why: string) => row(-193)(`${m}: invalid destination: ${dest}: ${why}`),
   // -192
   noFileName: (m: string, path: string) => row(-192)(`${m}: no file name specified or found for ${path}`),
+  nameTooLong: (m: string, name: string) => row(-192)(`${m}: no file name specified or found: the name is too long for the destination (${Buffer.byteLength(name)} bytes, from ${JSON.stringify(name.slice(0, 32))})`),
   noUniqueName: (m: string, name: string, dest: string) => row(-192)(`${m}: no unique destination name for ${name} in ${dest}`),
   notDirectory: (m: string, dest: string) => row(-192)(`${m}: destination not a directory: ${dest}`),
   // -189

@@ -39,8 +39,9 @@ export type IntentFilterT = z.infer<typeof IntentFilter>;
 export type MimeTypeEntryT = z.infer<typeof MimeTypeEntry>;
 
 const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number().optional(), errorText: z.string() });
-const answer = <S extends z.ZodRawShape>(shape: S) =>
-  z.union([z.object({ returnValue: z.literal(true), errorText: z.string().optional(), ...shape }), Failure]);
+/** Success with shape, or failure with the fields the spec requires in every response (failure). */
+const answer = <S extends z.ZodRawShape, F extends z.ZodRawShape = {}>(shape: S, failure?: F) =>
+  z.union([z.object({ returnValue: z.literal(true), errorText: z.string().optional(), ...shape }), Failure.extend(failure ?? ({} as F))]);
 
 /** Spec: Number. The IDs handed out are whole numbers; any other number names no running intent. */
 const intentId = z.number().describe("Number, the intent ID from start");
@@ -50,26 +51,26 @@ export const api = {
   query: {
     summary: "Lists handlers: all, those named by intent.name, or those whose filters match intent.action (and uri, mimeType).",
     request: z.looseObject({ intent: Intent.optional(), sessionId }),
-    response: answer({ handlers: z.array(Handler) }),
+    response: answer({ handlers: z.array(Handler) }, { handlers: z.array(Handler).describe("empty on failure") }),
     level: 12,
   },
   start: {
     summary: "Starts the best handler for an intent; with subscribe true the caller receives its results.",
     request: z.looseObject({ intent: Intent.optional(), subscribe: z.boolean().optional(), sessionId }),
-    response: answer({ subscribed: z.boolean().optional(), intentId }),
+    response: answer({ subscribed: z.boolean().optional(), intentId }, { intentId: intentId.describe("the intent's ID; 0 when none was started"), reason: z.string().optional() }),
     subscribable: true,
     level: 12,
   },
   sendResult: {
     summary: "A handler replies to an intent; subscribers of start and subscribeResult receive the result.",
     request: z.looseObject({ intentId, result: z.string().optional(), intent: Intent.optional() }),
-    response: answer({ intentId }),
+    response: answer({ intentId }, { reason: z.string().optional() }),
     level: 12,
   },
   subscribeResult: {
     summary: "Subscribes to the results of a running intent (without subscribe: tells whether it is running).",
     request: z.looseObject({ intentId, subscribe: z.boolean().optional() }),
-    response: answer({ subscribed: z.boolean().optional(), intentId }),
+    response: answer({ subscribed: z.boolean().optional(), intentId }, { intentId: intentId.describe("the intentId asked about; 0 when none was given") }),
     subscribable: true,
     level: 12,
   },

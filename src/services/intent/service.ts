@@ -6,11 +6,13 @@ import { z } from "zod";
 import { raise, ok, type Json } from "../../core/errors";
 import { defineService, type ServiceInstance } from "../../core/service";
 import { loadConfig } from "../../core/config";
+import { IdSource } from "../../core/ids";
 import { api, ResultMessage, type IntentT } from "./schemas";
 import { E } from "./errors";
 import { matchIntent, ordered, type HandlerEntry } from "./match";
 import { HandlerRegistry, type AppSource } from "./backend/registry";
-import { AppManagerLauncher, AutoLauncher, ExecLauncher, type Launcher } from "./backend/launcher";
+import { readFileSync } from "node:fs";
+import { AppManagerLauncher, AutoLauncher, ExecLauncher, LaunchRefused, type Launcher } from "./backend/launcher";
 
 /** serviceConfig.intent (docs/services/intent.md). */
 const Config = z.object({
@@ -30,6 +32,8 @@ export const DEFAULT_APPLICATION_DIR = "/usr/share/devservices/applications";
 interface RunningIntent {
   id: number;
   handler: HandlerEntry;
+  /** The process launched for it, when known: results are accepted from it (and its descendants) only. */
+  pid?: number;
   timer?: ReturnType<typeof setTimeout>;
 }
 
@@ -37,6 +41,21 @@ interface RunningIntent {
 const resultKey = (id: number) => `result/${id}`;
 
 const hasKey = (v: unknown) => typeof v === "string" && v !== "";
+
+/** Whether process pid is ancestor or one of its descendants (parents read from /proc, at most 64 steps). */
+export function isProcessOrDescendant(pid: number, ancestor: number): boolean {
+  for (let p = pid, steps = 0; p > 1 && steps < 64; steps++) {
+    if (p === ancestor) return true;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+      p = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}
 
 export default defineService({
   spec: {
@@ -50,6 +69,15 @@ export default defineService({
       return { errorText: row.text };
     },
     internalError: () => ({ errorText: E.startFailed.text }),
+    // The fields the spec requires in every response, failures too: start and
+    // subscribeResult carry intentId (0 when no intent was started or named), query handlers.
+    failureFields: (method, payload) => {
+      const p = (payload ?? {}) as Json;
+      if (method === "query") return { handlers: [] };
+      if (method === "start") return { intentId: 0 };
+      if (method === "subscribeResult") return { intentId: typeof p.intentId === "number" && Number.isFinite(p.intentId) ? p.intentId : 0 };
+      return {};
+    },
   },
 
   create(ctx) {
@@ -66,7 +94,8 @@ export default defineService({
 
     // Running intents, oldest activity first (a Map keeps insertion order; touch() re-inserts).
     const intents = new Map<number, RunningIntent>();
-    let nextIntentId = 1;
+    // IDs unique across restarts: a handler from before a crash cannot answer a new intent.
+    const intentIds = new IdSource(`${ctx.stateDir}/intent-ids`, { onError: (e) => ctx.log.warn({ err: e }, "intent IDs: the reserved block was not saved") });
 
     const expire = (rec: RunningIntent, why: string) => {
       if (intents.get(rec.id) !== rec) return;
@@ -118,7 +147,7 @@ export default defineService({
         const pool = sessionHandlers(req.sessionId);
         const intent = requireKeys(req.intent);
         const handler = matchIntent(pool, intent)[0] ?? raise(E.noHandler);
-        const id = nextIntentId++;
+        const id = intentIds.take();
         const rec: RunningIntent = { id, handler };
         if (intents.size >= cfg.maxIntents) expire(intents.values().next().value!, "too many running intents");
         touch(rec);
@@ -126,18 +155,23 @@ export default defineService({
         if (call.subscription) ctx.topics.add(resultKey(id), call.subscription);
         const params: Json = { intent: { ...intent, intentId: id } };
         try {
-          await launcher.launch(handler, params);
+          rec.pid = (await launcher.launch(handler, params)).pid;
         } catch (e) {
           ctx.log.error({ intentId: id, handler: handler.name, sessionId: handler.sessionId, err: (e as Error).message }, "handler launch failed");
           expire(rec, "launch failed");
-          raise(E.startFailed);
+          raise(E.startFailed, e instanceof LaunchRefused ? { reason: e.message } : {});
         }
         ctx.log.info({ intentId: id, handler: handler.name, sessionId: handler.sessionId, action: intent.action, uri: intent.uri }, "intent started");
         return ok(call.subscription ? { subscribed: true, intentId: id } : { intentId: id });
       },
 
-      sendResult(req) {
+      sendResult(req, call) {
         const rec = runningIntent(req.intentId);
+        // Only the handler the intent was routed to answers it, where its process is known.
+        if (rec.pid !== undefined && !isProcessOrDescendant(call.caller.pid, rec.pid)) {
+          ctx.log.warn({ intentId: rec.id, handler: rec.handler.name, handlerPid: rec.pid, sender: call.caller.name, senderPid: call.caller.pid }, "result refused: not from the handler");
+          raise(E.invalidParameter, { reason: `intent ${rec.id} was routed to ${rec.handler.name}; results are accepted from it only` });
+        }
         const message: z.input<typeof ResultMessage> = {
           returnValue: true,
           subscribed: true,

@@ -5,6 +5,7 @@
 // docs/decisions.md "Test automation".
 import { z } from "zod";
 import { raise, ok, ServiceError, type ErrorRow, type Json } from "../../core/errors";
+import { IdSource } from "../../core/ids";
 import { defineService, type ResponseOf } from "../../core/service";
 import { loadConfig } from "../../core/config";
 import { api } from "./schemas";
@@ -92,7 +93,8 @@ export default defineService({
     const stages = new Map<number, StageState>();
     const pending = new Map<number, Pending>();
     let nextStageId = 1;
-    let nextCommandId = 1;
+    // IDs unique across restarts: a nub's late reply from before a crash cannot answer a new command.
+    const commandIds = new IdSource(`${ctx.stateDir}/command-ids`, { onError: (e) => ctx.log.warn({ err: e }, "teCommandId: the reserved block was not saved") });
 
     const publishEvent = (event: Json) => ctx.topics.publish(EVENTS, { returnValue: true, ...event });
 
@@ -183,7 +185,7 @@ export default defineService({
             });
           }
           // Everything else goes to a stage, under a new teCommandId.
-          const teCommandId = nextCommandId++;
+          const teCommandId = commandIds.take();
           // Observed behavior 3.
           if (typeof command !== "string") raise(E.noCommandName, { teCommandId });
           // Observed behavior 4.

@@ -8,11 +8,25 @@ import type { Logger } from "../../../core/log";
 import type { Peers } from "../../../core/service";
 import type { HandlerEntry } from "../match";
 
+export interface Launched {
+  /** The process started for the intent, when the launcher knows it (sendResult is then accepted from it and its children only). */
+  pid?: number;
+}
+
 export interface Launcher {
-  /** Resolves when the application was launched; rejects with the reason it was not. */
-  launch(handler: HandlerEntry, params: Json): Promise<void>;
+  /** Resolves when the application was launched; rejects with the reason it was not (LaunchRefused: a reason for the caller). */
+  launch(handler: HandlerEntry, params: Json): Promise<Launched>;
   stop(): void;
 }
+
+/** A launch refused for a reason the requester should hear (answered as `reason` with "Failed to start intent"). */
+export class LaunchRefused extends Error {}
+
+/**
+ * MAX_ARG_STRLEN (linux/binfmts.h: 32 pages of 4 KiB): the longest single argument
+ * execve(2) takes, its NUL included; a longer one fails with E2BIG.
+ */
+export const MAX_ARG_STRLEN = 32 * 4096;
 
 export type LauncherKind = "auto" | "applicationmanager" | "exec";
 
@@ -24,11 +38,13 @@ export class AppManagerLauncher implements Launcher {
     private timeoutMs: number,
   ) {}
 
-  async launch(handler: HandlerEntry, params: Json): Promise<void> {
+  async launch(handler: HandlerEntry, params: Json): Promise<Launched> {
     const payload: Json = { id: handler.name, params };
     if (handler.sessionId !== undefined) payload.sessionId = handler.sessionId;
     const r = await this.peers.call(this.busName, "launch", payload, { timeoutMs: this.timeoutMs });
     if (r.returnValue !== true) throw new Error(`${this.busName} refused to launch ${handler.name}: ${String(r.errorText ?? r.errorCode ?? "no reason given")}`);
+    // An application manager that reports the process it started (`pid`) lets results be checked against it.
+    return Number.isSafeInteger(r.pid) && (r.pid as number) > 1 ? { pid: r.pid as number } : {};
   }
 
   stop(): void {}
@@ -46,14 +62,19 @@ export class ExecLauncher implements Launcher {
     private log: Logger,
   ) {}
 
-  async launch(handler: HandlerEntry, params: Json): Promise<void> {
+  async launch(handler: HandlerEntry, params: Json): Promise<Launched> {
     if (!handler.main) throw new Error(`${handler.name} has no main in its descriptor`);
+    const arg = JSON.stringify(params);
+    const bytes = Buffer.byteLength(arg);
+    if (bytes >= MAX_ARG_STRLEN) {
+      throw new LaunchRefused(`launch parameters of ${bytes} bytes exceed the ${MAX_ARG_STRLEN - 1} bytes a program argument may hold`);
+    }
     const main = isAbsolute(handler.main) ? handler.main : join(handler.dir, handler.main);
     const env: Record<string, string> = { ...(process.env as Record<string, string>), DEVSERVICES_BUS: this.busAddress, DEVSERVICES_APP_ID: handler.name };
     if (handler.sessionId !== undefined) env.DEVSERVICES_SESSION = handler.sessionId;
     else delete env.DEVSERVICES_SESSION;
     // Throws at once when main is missing or not executable.
-    const child = Bun.spawn([main, JSON.stringify(params)], { cwd: handler.dir, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const child = Bun.spawn([main, arg], { cwd: handler.dir, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     this.children.add(child);
     const log = this.log.child({ app: handler.name, appPid: child.pid });
     log.info({ main }, "application started");
@@ -63,6 +84,7 @@ export class ExecLauncher implements Launcher {
       this.children.delete(child);
       log.info({ exitCode: code, signal: child.signalCode ?? undefined }, "application exited");
     });
+    return { pid: child.pid };
   }
 
   private async forward(stream: ReadableStream<Uint8Array>, emit: (line: string) => void) {
@@ -99,7 +121,7 @@ export class AutoLauncher implements Launcher {
     private exec: ExecLauncher,
   ) {}
 
-  async launch(handler: HandlerEntry, params: Json): Promise<void> {
+  async launch(handler: HandlerEntry, params: Json): Promise<Launched> {
     return (await this.peers.hasOwner(this.busName)) ? this.appManager.launch(handler, params) : this.exec.launch(handler, params);
   }
 
