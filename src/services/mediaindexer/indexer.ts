@@ -169,9 +169,9 @@ export class Indexer {
   }
 
   /** The scan of a local device (storage, msc): the directory walker. */
-  scanLocal(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }) {
+  scanLocal(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, guard?: () => Promise<boolean>) {
     const roots = new Set(this.localDevices().filter((d) => d !== dev).map((d) => d.root));
-    return this.scanner.scan({ device: dev.uri, root: dev.root, sub, recursive, skip: (abs) => roots.has(abs) }, abort);
+    return this.scanner.scan({ device: dev.uri, root: dev.root, sub, recursive, skip: (abs) => roots.has(abs), guard }, abort);
   }
 
   localDevices(): Device[] {

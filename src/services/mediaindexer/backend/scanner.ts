@@ -37,6 +37,8 @@ export interface ScanTarget {
   recursive: boolean;
   /** Directories not to enter (other devices' roots). */
   skip?: (absDir: string) => boolean;
+  /** Checked before entries are removed: false when the device is no longer there (the scan stops, entries kept). */
+  guard?: () => Promise<boolean>;
 }
 
 export interface ScanResult {
@@ -215,6 +217,10 @@ export class Scanner {
       const gone: number[] = [];
       for (const [name, row] of known) if (!seen.has(name)) gone.push(row.id);
       if (gone.length) {
+        if (t.guard && !(await t.guard())) {
+          abort.aborted = true;
+          break;
+        }
         for (const k of store.deleteIds(gone)) if (k !== BAD) delta[k]!--;
         r.removed += gone.length;
         flush();
@@ -226,7 +232,7 @@ export class Scanner {
       const under = (d: string) => t.sub === "" || d === t.sub || d.startsWith(`${t.sub}/`);
       const kept = (d: string) => unreadable.some((u) => d.startsWith(`${u}/`));
       const goneDirs = store.dirsOf(t.device).filter((d) => under(d) && !visited.has(d) && !kept(d));
-      if (goneDirs.length) {
+      if (goneDirs.length && (!t.guard || (await t.guard()))) {
         const kinds = store.deleteDirs(t.device, goneDirs);
         for (const k of kinds) if (k !== BAD) delta[k]!--;
         r.removed += kinds.length;
