@@ -191,7 +191,11 @@ export default defineService({
       cam.gone = true;
       cameras.delete(cam.id);
       byKey.delete(cam.desc.key);
-      if (cam.stream) stopStream(cam, cam.stream.kind === "preview");
+      if (cam.stream) {
+        // A preview that loses its camera has failed: its watchers are told.
+        if (cam.stream.kind === "preview") ctx.topics.publish(EVENTS, { returnValue: true, id: cam.id, eventType: "preview_fault" });
+        stopStream(cam, true);
+      }
       closeDevice(cam);
       const last = { returnValue: false, errorCode: E.disconnected.code, errorText: E.disconnected.text, id: cam.id };
       ctx.topics.end(formatKey(cam.id), last);
