@@ -3,6 +3,7 @@
 // parsed from struct inotify_event records (<sys/inotify.h>).
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import { check, cstr, closeFd, readAvailable } from "./libc";
+import { watch as watchFd } from "./loop";
 
 const { i32, u32, ptr: P } = FFIType;
 const lib = dlopen("libc.so.6", {
@@ -82,3 +83,34 @@ export function readEvents(fd: number): InotifyEvent[] {
 }
 
 export { closeFd };
+
+/**
+ * One inotify instance on the platform's event source: watches added and removed by
+ * path, and every batch of queued events handed to onEvents on the main thread.
+ * Nothing blocks: the fd is non-blocking and read only when the event source says
+ * it is readable.
+ */
+export class Inotify {
+  readonly fd: number;
+  private w: import("./loop").Watch;
+
+  constructor(onEvents: (events: InotifyEvent[]) => void, opts: { ref?: boolean } = {}) {
+    this.fd = inotifyInit();
+    this.w = watchFd(this.fd, { readable: () => onEvents(readEvents(this.fd)) }, { ref: opts.ref ?? false });
+  }
+
+  /** Watches path for the events of mask; the watch descriptor. */
+  add(path: string, mask: number): number {
+    return addWatch(this.fd, path, mask);
+  }
+
+  remove(wd: number): void {
+    rmWatch(this.fd, wd);
+  }
+
+  close(): void {
+    if (this.w.closed) return;
+    this.w.close();
+    closeFd(this.fd);
+  }
+}

@@ -1,7 +1,7 @@
 // Cache objects: the object state table (insert, write completion, subscribe,
 // expire, touch, resize, copy) and the object error rows.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, unlinkSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fcEnv, expectError, BLOCK, FC, type FcEnv } from "./env";
@@ -296,4 +296,62 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   expect(statSync(ok.newPathName).uid).toBe(65534);
   for (const x of [p, unnamed]) await t.call("ExpireCacheObject", { pathName: x });
   rmSync(appDir, { recursive: true, force: true });
+});
+
+test("declared sizes hold: written larger than declared, a present object goes when its writer closes the file", async () => {
+  await t.call("DefineType", { typeName: "small", loWatermark: 0, hiWatermark: 8192 });
+  const r = await t.call("InsertCacheObject", { typeName: "small", fileName: "big.bin", size: 100 });
+  const p = r.pathName as string;
+  expect(await typeStatus("small")).toEqual({ returnValue: true, size: BLOCK, numObjs: 1 });
+  // 20 MB into a 100-byte object: the close (IN_CLOSE_WRITE on the event source) removes it, unasked.
+  writeFileSync(p, Buffer.alloc(20 * MiB));
+  await eventually(() => !existsSync(p), 3000);
+  expect(await typeStatus("small")).toEqual({ returnValue: true, size: 0, numObjs: 0 });
+  expectError(await t.call("GetCacheObjectSize", { pathName: p }), -199, /object does not exist/);
+  expectError(await t.call("CopyCacheObject", { pathName: p }), -199);
+  // Written within its declared size, an object stays.
+  const fits = (await t.call("InsertCacheObject", { typeName: "small", fileName: "ok.bin", size: 100 })).pathName as string;
+  writeFileSync(fits, Buffer.alloc(100));
+  await Bun.sleep(100);
+  expect(await t.call("GetCacheObjectSize", { pathName: fits })).toEqual({ returnValue: true, size: 100 });
+  await t.call("ExpireCacheObject", { pathName: fits });
+});
+
+test("declared sizes hold: a writer still holding the file open loses the object at the next call that uses it; nothing oversized is copied", async () => {
+  const { openSync, writeSync, closeSync } = await import("node:fs");
+  const dest = mkdtempSync(join(tmpdir(), "fc-copy-"));
+  for (const [call, payload] of [
+    ["GetCacheObjectSize", {}],
+    ["CopyCacheObject", { destination: dest }],
+    ["TouchCacheObject", {}],
+    ["GetCacheTypeStatus", null],
+    ["GetCacheStatus", null],
+  ] as const) {
+    const p = (await t.call("InsertCacheObject", { typeName: "small", fileName: "open.bin", size: 100 })).pathName as string;
+    const fd = openSync(p, "w");
+    try {
+      writeSync(fd, Buffer.alloc(64 * 1024));
+      if (payload === null) {
+        // A status call counts only what is within its declared size.
+        const r = await t.call(call, call === "GetCacheTypeStatus" ? { typeName: "small" } : {});
+        expect(r).toMatchObject(call === "GetCacheTypeStatus" ? { size: 0, numObjs: 0 } : { returnValue: true });
+      } else {
+        expectError(await t.call(call, { pathName: p, ...payload }), -199, call === "GetCacheObjectSize" ? /object does not exist/ : /path no longer found in cache/);
+      }
+      expect(existsSync(p)).toBe(false);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  expect(readdirSync(dest)).toEqual([]);
+  rmSync(dest, { recursive: true, force: true });
+});
+
+test("a copy never lands inside the cache's own directory (it would be nobody's file): -193", async () => {
+  const p = await insert({ fileName: "c.txt", size: 10 });
+  writeFileSync(p, "x");
+  for (const where of [dirname(p), dirname(dirname(p))]) {
+    expectError(await t.call("CopyCacheObject", { pathName: p, destination: where }), -193, /invalid destination: .*: the destination is inside the cache$/);
+  }
+  await t.call("ExpireCacheObject", { pathName: p });
 });

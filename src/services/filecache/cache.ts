@@ -123,6 +123,8 @@ export class FileCache {
   /** Runs (after the change) for an object removed while subscriptions held it. */
   onHeldRemoved?: (o: CacheObject) => void;
   private readonly cacheDir: string;
+  /** IN_CLOSE_WRITE on every type directory: an object written larger than declared goes when its writer closes it. */
+  private watcher?: files.DirWatcher;
 
   private constructor(
     readonly cfg: FileCacheConfig,
@@ -140,11 +142,54 @@ export class FileCache {
     files.ensureDir(dirname(cfg.metadataFile));
     const cache = new FileCache(cfg, new MetadataStore(cfg.metadataFile), log, now);
     cache.reconcile();
+    try {
+      cache.watcher = new files.DirWatcher((dir, name) => cache.closedAfterWrite(dir, name));
+      for (const t of cache.types.values()) cache.watchType(t);
+    } catch (e) {
+      // Without inotify the sizes are still checked at the object's next touch, copy or status call.
+      log.warn({ err: e }, "file cache: writes cannot be watched; declared sizes are checked on use only");
+    }
     return cache;
   }
 
   close() {
+    this.watcher?.close();
     this.store.close();
+  }
+
+  private watchType(t: CacheType) {
+    try {
+      this.watcher?.add(t.dir);
+    } catch (e) {
+      this.log.warn({ err: e, type: t.name }, "file cache: the type's directory cannot be watched; declared sizes are checked on use only");
+    }
+  }
+
+  /** A file of a type directory was closed after writing: its object must not be larger than declared. */
+  private closedAfterWrite(dir: string, name: string) {
+    const m = name.match(OBJECT_NAME);
+    const o = m ? this.objects.get(parseInt(m[1]!, 16)) : undefined;
+    if (o && o.type.dir === dir) this.enforceDeclared([o]);
+  }
+
+  /**
+   * The spec's object state table: an object written larger than its declared size is
+   * removed automatically. Objects still being written under their inserting
+   * subscription are checked when it ends (writeCompleted). Returns the ones removed.
+   */
+  enforceDeclared(objects: Iterable<CacheObject>): CacheObject[] {
+    const over: [CacheObject, number][] = [];
+    for (const o of objects) {
+      if (o.removed || o.writing) continue;
+      const written = files.measure(o.path, o.type.dirType);
+      if (written !== null && written > o.size) over.push([o, written]);
+    }
+    if (over.length) {
+      this.change(() => {
+        for (const [o, written] of over) this.removeObject(o, `written ${written} bytes, more than the declared ${o.size}`);
+      });
+    }
+    return over.map(([o]) => o);
   }
 
   // ---- changes: one transaction each; files of removed objects go after the commit
@@ -328,6 +373,9 @@ export class FileCache {
       this.change(() => this.removeObject(o, "its file was removed from outside the cache"));
       return no(E.pathGone);
     }
+    // Written larger than declared (by a writer that has not closed it yet, or where
+    // writes are not watched): removed now, before anything uses it.
+    if (this.enforceDeclared([o]).length) return no(E.pathGone);
     return o;
   }
 
@@ -363,7 +411,7 @@ export class FileCache {
     }
     this.change(() => {
       this.store.putType({ name, ...def, lo: req.loWatermark, hi: req.hiWatermark, dirType: def.dirType ? 1 : 0 });
-      this.addType({ name, ...def, loSet: req.loWatermark, hiSet: req.hiWatermark, dir });
+      this.watchType(this.addType({ name, ...def, loSet: req.loWatermark, hiSet: req.hiWatermark, dir }));
     });
     this.log.info({ type: name, ...def }, "cache type defined");
   }
@@ -435,6 +483,7 @@ export class FileCache {
       this.types.delete(name);
       this.unlinkAfterCommit.push(t.dir);
     });
+    this.watcher?.remove(t.dir);
     this.log.info({ type: name, freed }, "cache type deleted");
     return freed;
   }
@@ -585,6 +634,10 @@ export class FileCache {
     if (!isAbsolute(destination) || !files.exists(destination)) raise(E.invalidDestination(M, destination));
     if (!files.isDirectory(destination)) raise(E.notDirectory(M, destination));
     if (!files.canWrite(destination, caller)) raise(E.noWritePermission(M, destination));
+    // A copy is the caller's file, outside the cache's accounting: never inside the cache's own directory
+    // (it would be an untracked file there, removed as an orphan at the next start).
+    const dest = resolve(destination);
+    if (dest === this.cacheDir || dest.startsWith(this.cacheDir + "/")) raise(E.copyFailed(M, destination, "the destination is inside the cache"));
     const ext = extname(name);
     const stem = ext ? name.slice(0, -ext.length) : name;
     for (let n = 0; n <= MAX_COPY_SUFFIX; n++) {
@@ -604,7 +657,9 @@ export class FileCache {
     return raise(E.noUniqueName(M, name, destination));
   }
 
+  /** The cache's figures, after objects written larger than declared are gone (one stat per object). */
   status() {
+    this.enforceDeclared(this.objects.values());
     return { numTypes: this.types.size, size: this.usedTotal, numObjs: this.objects.size, availSpace: Math.max(0, this.total - this.usedTotal) };
   }
 

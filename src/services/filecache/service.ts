@@ -130,6 +130,7 @@ export default defineService({
 
         GetCacheTypeStatus(req) {
           const t = typeRequired("GetCacheTypeStatus", req.typeName);
+          cache.enforceDeclared(t.objects);
           return ok({ size: t.used, numObjs: t.objects.size });
         },
 

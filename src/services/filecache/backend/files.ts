@@ -18,6 +18,7 @@ import {
 import { copyFile, cp, rm, chown } from "node:fs/promises";
 import { join } from "node:path";
 import type { Caller } from "../../../core/service";
+import { Inotify, IN_CLOSE_WRITE, IN_IGNORED, IN_ONLYDIR } from "../../../ffi/inotify";
 
 export interface Identity {
   uid: number;
@@ -149,4 +150,44 @@ export async function copyNew(src: string, target: string, dirType: boolean, own
     await chown(target, owner.uid, owner.gid >= 0 ? owner.gid : -1).catch(() => {});
   }
   return true;
+}
+
+/**
+ * IN_CLOSE_WRITE of files in watched directories (one inotify instance on the
+ * platform's event source): onClosed(dir, name) for each.
+ */
+export class DirWatcher {
+  private readonly ino: Inotify;
+  private readonly dirs = new Map<number, string>();
+  private readonly wds = new Map<string, number>();
+
+  constructor(onClosed: (dir: string, name: string) => void) {
+    this.ino = new Inotify((events) => {
+      for (const ev of events) {
+        const dir = this.dirs.get(ev.wd);
+        if (ev.mask & IN_IGNORED) {
+          if (dir !== undefined) this.wds.delete(dir);
+          this.dirs.delete(ev.wd);
+        } else if (dir !== undefined && ev.mask & IN_CLOSE_WRITE && ev.name) onClosed(dir, ev.name);
+      }
+    });
+  }
+
+  add(dir: string) {
+    const wd = this.ino.add(dir, IN_CLOSE_WRITE | IN_ONLYDIR);
+    this.dirs.set(wd, dir);
+    this.wds.set(dir, wd);
+  }
+
+  remove(dir: string) {
+    const wd = this.wds.get(dir);
+    if (wd === undefined) return;
+    this.wds.delete(dir);
+    this.dirs.delete(wd);
+    this.ino.remove(wd);
+  }
+
+  close() {
+    this.ino.close();
+  }
 }
