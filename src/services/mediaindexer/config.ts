@@ -40,6 +40,8 @@ export const mediaIndexerOptions = (stateDir: string) =>
         /** Where M-SEARCH goes: the SSDP multicast group, or a unicast address (127.0.0.1 for a local server). */
         address: z.string().default("239.255.255.250"),
         port: z.number().int().min(1).max(65535).default(1900),
+        /** Address of the interface searches leave from (multicast interface); the system's choice when absent. */
+        interfaceAddress: z.string().optional(),
         /** Seconds a server may wait before answering (MX). */
         mx: z.number().int().min(1).max(5).default(1),
         /** Seconds between searches while detecting. */

@@ -107,6 +107,7 @@ export class MediaStore {
       deleteDir: q("DELETE FROM media WHERE device = ? AND dir = ? RETURNING kind"),
       deleteDevice: q("DELETE FROM media WHERE device = ?"),
       dirs: q("SELECT DISTINCT dir FROM media WHERE device = ?"),
+      rowsOf: q("SELECT id, dir, name, kind, size, mtime, url, title FROM media WHERE device = ?"),
       byPath: q("SELECT * FROM media WHERE device = ? AND dir = ? AND name = ?"),
       counts: q("SELECT device, kind, count(*) AS n FROM media WHERE kind != 9 GROUP BY device, kind"),
       listDevice: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? ORDER BY seq LIMIT ?"),
@@ -179,6 +180,11 @@ export class MediaStore {
 
   dirsOf(device: string): string[] {
     return (this.s.dirs!.all(device) as { dir: string }[]).map((r) => r.dir);
+  }
+
+  /** The identity and change markers of every entry of a device (remote devices: compared after a walk). */
+  rowsOf(device: string) {
+    return this.s.rowsOf!.all(device) as Pick<MediaRow, "id" | "dir" | "name" | "kind" | "size" | "mtime" | "url" | "title">[];
   }
 
   entry(device: string, dir: string, name: string): MediaRow | undefined {
