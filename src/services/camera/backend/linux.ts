@@ -228,7 +228,15 @@ class LinuxDevice implements OpenDevice {
   setProperty(name: string, value: number): number {
     const info = this.control(name);
     if (!info) throw new RangeError(`no control for ${name}`);
-    return v4l2.setCtrl(this.fd, info.id, value);
+    // The spec has no automatic-gain property: a gain set by hand turns automatic gain
+    // off, or the driver would keep overriding it (V4L2_CID_AUTOGAIN makes gain volatile).
+    if (name === "gain") {
+      try {
+        if (v4l2.getCtrl(this.fd, C.AUTOGAIN) !== 0) v4l2.setCtrl(this.fd, C.AUTOGAIN, 0);
+      } catch {}
+    }
+    v4l2.setCtrl(this.fd, info.id, value);
+    return v4l2.getCtrl(this.fd, info.id);
   }
 
   start(onFrame: (f: CapturedFrame) => void, onError: (e: Error) => void): void {
