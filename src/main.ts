@@ -291,6 +291,11 @@ async function demo(argv: string[]) {
     ],
     power2: [`call com.vendor.service.power2/getState '{"subscribe":false}'`, `call -i com.vendor.service.power2/getState '{"subscribe":true}'`],
     filecache: [`call com.vendor.service.filecache/GetCacheStatus '{}'`, `call com.vendor.service.filecache/GetCacheTypes '{}'`],
+    peripheralmanager: [
+      `call -i com.vendor.service.peripheralmanager/gpio/list '{"subscribe":true}'`,
+      `call com.vendor.service.peripheralmanager/i2c/list '{"verbose":true}'`,
+      `call com.vendor.service.peripheralmanager/uart/list '{}'`,
+    ],
   };
   const lines = [
     `devservices demo: board '${board.name}', ${rt.services.length} services on a private bus.`,

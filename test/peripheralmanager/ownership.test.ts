@@ -79,15 +79,22 @@ describe("the transfer thread", () => {
 
 describe.skipIf(!binaryBuilt())("access per protocol group, for another uid", () => {
   let p: PmEnv;
+  let open: PmEnv;
   let dir: string;
   let app: string;
-  beforeAll(async () => {
-    p = await pmEnv({ serviceConfig: { peripheralmanager: { configFile: null, gpioGroup: "64101", i2cGroup: "64102", spiGroup: "64103", uartGroup: "64104" } } });
-    dir = mkdtempSync(join(tmpdir(), "devservices-pm-"));
-    chmodSync(dir, 0o755);
-    const socket = p.env.bus.address.match(/path=([^,]+)/)![1]!;
+  const reachable = (e: PmEnv) => {
+    const socket = e.env.bus.address.match(/path=([^,]+)/)![1]!;
     chmodSync(dirname(socket), 0o755);
     chmodSync(socket, 0o777);
+  };
+  beforeAll(async () => {
+    p = await pmEnv({ serviceConfig: { peripheralmanager: { configFile: null, gpioGroup: "64101", i2cGroup: "64102", spiGroup: "64103", uartGroup: "64104" } } });
+    // The virtual board as shipped: its recipe opens every protocol to any caller ("*").
+    open = await pmEnv();
+    dir = mkdtempSync(join(tmpdir(), "devservices-pm-"));
+    chmodSync(dir, 0o755);
+    reachable(p);
+    reachable(open);
     app = join(dir, "devservices");
     try {
       linkSync(BINARY, app);
@@ -97,11 +104,12 @@ describe.skipIf(!binaryBuilt())("access per protocol group, for another uid", ()
   });
   afterAll(async () => {
     await p.stop();
+    await open.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function asUser(uid: number, groups: string, method: string, payload: Json = {}) {
-    const proc = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups ? `--groups=${groups}` : "--clear-groups", app, "call", "--bus", p.env.bus.address, `${PM}/${method}`, JSON.stringify(payload)], {
+  async function asUser(uid: number, groups: string, method: string, payload: Json = {}, on = p) {
+    const proc = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups ? `--groups=${groups}` : "--clear-groups", app, "call", "--bus", on.env.bus.address, `${PM}/${method}`, JSON.stringify(payload)], {
       cwd: dir, stdout: "pipe", stderr: "pipe", env: { ...process.env, HOME: dir },
     });
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
@@ -122,5 +130,9 @@ describe.skipIf(!binaryBuilt())("access per protocol group, for another uid", ()
     // Root always.
     const { call } = await p.client();
     expect(await call("spi/list")).toMatchObject({ returnValue: true });
+  });
+
+  test("a group option of * lets any caller in (the virtual board's recipe, for devservices demo)", async () => {
+    for (const m of ["gpio/list", "i2c/list", "spi/list", "uart/list"]) expect(await asUser(65534, "", m, {}, open)).toMatchObject({ returnValue: true });
   });
 });

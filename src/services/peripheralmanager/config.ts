@@ -17,7 +17,7 @@ export const PeripheralOptions = z.object({
   configFile: z.string().nullable().default("peripheralmanager.conf"),
   /** `auto` follows the board's backend; `linux` or `virtual` force one. */
   backend: z.enum(["auto", "linux", "virtual"]).default("auto"),
-  /** Besides root, members of these groups may call the gpio/, i2c/, spi/ and uart/ methods. */
+  /** Besides root, members of these groups (names or gids) may call the gpio/, i2c/, spi/ and uart/ methods; `*`: any caller. */
   gpioGroup: z.string().min(1).default(DEFAULT_GROUPS.gpio),
   i2cGroup: z.string().min(1).default(DEFAULT_GROUPS.i2c),
   spiGroup: z.string().min(1).default(DEFAULT_GROUPS.spi),

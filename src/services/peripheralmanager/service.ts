@@ -236,7 +236,10 @@ export default defineService({
     // ---- access -----------------------------------------------------------------
     const groups: Record<Protocol, string> = { gpio: o.gpioGroup, i2c: o.i2cGroup, spi: o.spiGroup, uart: o.uartGroup };
     const access = Object.fromEntries(
-      Object.keys(api).map((m) => [m, group(groups[m.split("/")[0] as Protocol])]),
+      Object.keys(api).map((m) => {
+        const g = groups[m.split("/")[0] as Protocol];
+        return [m, g === "*" ? "any" : group(g)];
+      }),
     ) as Record<keyof Api, AccessRule>;
 
     return {
