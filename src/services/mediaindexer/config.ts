@@ -52,8 +52,10 @@ export const mediaIndexerOptions = (stateDir: string) =>
         pageSize: z.number().int().min(1).max(5000).default(500),
       })
       .prefault({}),
-    /** The libmtp shared library the mtp plugin opens. */
+    /** The libmtp shared library the mtp plugin opens (a name looked up in the library directories, or a path). */
     mtpLibrary: z.string().default("libmtp.so.9"),
+    /** Seconds between MTP device detections while detecting (0: only at runDetect). */
+    mtpDetectInterval: seconds(10),
     /** Groups whose members may call getMediaDbPermission for another service (root always may). */
     grantGroups: z.array(z.string()).default([]),
   });

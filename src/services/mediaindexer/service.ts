@@ -324,7 +324,11 @@ export default defineService({
               p.active = true;
               devicesChanged(true);
             }
-            await p.startDetect();
+            try {
+              await p.startDetect();
+            } catch (e) {
+              raise(E.pluginUnavailable(p.name, (e as Error).message));
+            }
           }
           return ok({ errorCode: 0, errorText: E.none.text });
         },

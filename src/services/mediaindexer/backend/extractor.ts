@@ -3,9 +3,10 @@
 // thread starts with the first request and is ended by close().
 import type { Extracted } from "./metadata";
 import type { Kind } from "./kinds";
+import type { RawDevice } from "../../../ffi/libmtp";
 
 interface Pending {
-  resolve(x: Extracted): void;
+  resolve(x: unknown): void;
   reject(e: Error): void;
 }
 
@@ -26,25 +27,34 @@ export class Extractor {
   constructor(private thumbnailDir: string) {}
 
   extract(path: string, kind: Kind, mime: string, size: number): Promise<Extracted> {
+    return this.request({ op: "extract", path, kind, mime, size, thumbnailDir: this.thumbnailDir });
+  }
+
+  /** libmtp's raw device detection (loads the library on first use). */
+  mtpDetect(library: string): Promise<RawDevice[]> {
+    return this.request({ op: "mtpDetect", library });
+  }
+
+  private request<T>(msg: Record<string, unknown>): Promise<T> {
     const w = this.start();
     const id = ++this.next;
-    return new Promise<Extracted>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (x: unknown) => void, reject });
       if (this.pending.size === 1) w.ref();
-      w.postMessage({ id, path, kind, mime, size, thumbnailDir: this.thumbnailDir });
+      w.postMessage({ ...msg, id });
     });
   }
 
   /** Copies the database's WAL into it on the metadata thread (the main connection never checkpoints). */
   checkpoint(database: string) {
-    this.start().postMessage({ checkpoint: database });
+    this.start().postMessage({ op: "checkpoint", database });
   }
 
   private start(): Worker {
     if (this.worker) return this.worker;
     const w = new Worker(workerUrl());
     w.onmessage = (ev: MessageEvent) => {
-      const { id, x, err } = ev.data as { id: number; x?: Extracted; err?: string };
+      const { id, x, err } = ev.data as { id: number; x?: unknown; err?: string };
       const p = this.pending.get(id);
       if (!p) return;
       this.pending.delete(id);

@@ -79,7 +79,8 @@ const PAGE = 2000;
 const rel = (dir: string, name: string) => (dir ? `${dir}/${name}` : name);
 
 export class Scanner {
-  private extractor: Extractor;
+  /** The background thread (metadata, WAL checkpoints, libmtp detection). */
+  readonly extractor: Extractor;
   constructor(private o: ScannerOptions) {
     this.extractor = new Extractor(o.thumbnailDir);
   }
