@@ -3,7 +3,9 @@
 // entry per spec method, grouped by protocol path: gpio/, i2c/, spi/, uart/.
 // Who may call: the protocol's access group (config.ts), set in service.ts.
 import { z } from "zod";
-import type { Api } from "../../core/service";
+import { group } from "../../core/access";
+import type { Api, MethodSpec } from "../../core/service";
+import { DEFAULT_GROUPS } from "./config";
 
 /** Every failure carries errorCode and errorText (errors.ts). */
 const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
@@ -303,4 +305,7 @@ export const api = {
 
 /** The protocol of a method: its path's first segment. */
 export type Protocol = "gpio" | "i2c" | "spi" | "uart";
-export const PROTOCOLS: readonly Protocol[] = ["gpio", "i2c", "spi", "uart"];
+export const protocolOf = (method: string) => method.split("/")[0] as Protocol;
+
+// Who may call, by default: root and the protocol's group (the service applies the configured groups).
+for (const [name, m] of Object.entries(api) as [string, MethodSpec][]) m.access = group(DEFAULT_GROUPS[protocolOf(name)]);

@@ -11,7 +11,7 @@ import { group, type AccessRule } from "../../core/access";
 import { defineService, FdReply, type Call, type ResponseOf } from "../../core/service";
 import type { Lease, ReleaseReason } from "../../core/leases";
 import { SysError } from "../../ffi/libc";
-import { api, UART_MAX_BYTES, type Protocol } from "./schemas";
+import { api, protocolOf, UART_MAX_BYTES, type Protocol } from "./schemas";
 import { E } from "./errors";
 import { loadPeripheralOptions } from "./config";
 import { parseSection } from "./recipe";
@@ -237,7 +237,7 @@ export default defineService({
     const groups: Record<Protocol, string> = { gpio: o.gpioGroup, i2c: o.i2cGroup, spi: o.spiGroup, uart: o.uartGroup };
     const access = Object.fromEntries(
       Object.keys(api).map((m) => {
-        const g = groups[m.split("/")[0] as Protocol];
+        const g = groups[protocolOf(m)];
         return [m, g === "*" ? "any" : group(g)];
       }),
     ) as Record<keyof Api, AccessRule>;
