@@ -73,6 +73,8 @@ const BATCH = 64;
 /** Rows written between two WAL checkpoints. */
 const CHECKPOINT_ROWS = 2000;
 const BATCH_MS = 100;
+/** A long scan logs its progress (files found, files/s) this often. */
+const PROGRESS_MS = 5000;
 const STAT_CHUNK = 64;
 const PAGE = 2000;
 
@@ -104,6 +106,7 @@ export class Scanner {
     const pending: NewMedia[] = [];
     const delta = [0, 0, 0];
     let lastFlush = performance.now();
+    let lastProgress = t0;
     const inflight = new Set<Promise<void>>();
 
     const flush = () => {
@@ -138,6 +141,11 @@ export class Scanner {
       if (row.kind !== BAD) delta[row.kind]!++;
       pending.push(row);
       if (pending.length >= BATCH || performance.now() - lastFlush > BATCH_MS) flush();
+      const now = performance.now();
+      if (now - lastProgress >= PROGRESS_MS) {
+        lastProgress = now;
+        log.info({ device: t.device, files: r.files, indexed: r.indexed, failed: r.failed, filesPerSecond: Math.round((r.files * 1000) / (now - t0)) }, "scan progress");
+      }
     };
 
     const submit = async (...a: Parameters<typeof run>) => {
