@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, spawnSync } from "bun";
 import { miEnv, expectError, type MiEnv } from "./env";
-import { mp3, jpeg, put, mp4, hasFfmpeg } from "./media";
+import { mp3, jpeg, put, mp4, mkv, hasFfmpeg } from "./media";
 import { BINARY, eventually } from "../helpers/harness";
 import type { Json } from "../../src/core/errors";
 
@@ -83,7 +83,7 @@ describe("metadata", () => {
     }
   });
 
-  test.skipIf(!hasFfmpeg)("getVideoMetadata: container duration, size, codecs, frame rate as a fraction", async () => {
+  test.skipIf(!hasFfmpeg)("getVideoMetadata (MP4, Matroska): container duration, size, codecs, frame rate as a fraction", async () => {
     mp4(join(mi.media, "v/clip.mp4"), { width: 320, height: 240, rate: "30000/1001", seconds: 1, title: "Clip" });
     await mi.call("requestMediaScan", { path: join(mi.media, "v") });
     await mi.idle();
@@ -93,7 +93,13 @@ describe("metadata", () => {
       metadata: { type: "video", mime: "video/mp4", title: "Clip", width: 320, height: 240, video_codec: "h264", audio_codec: "aac", frame_rate: "30000/1001", thumbnail: "" },
     });
     expect((md.metadata as Json).duration as number).toBeCloseTo(1, 0);
-    expect(((await mi.call("getVideoList", { uri: dev() })).videoList as Json).count).toBe(1);
+    mkv(join(mi.media, "v/film.mkv"), { width: 640, height: 360, rate: "25", seconds: 2, title: "Film" });
+    await mi.call("requestMediaScan", { path: join(mi.media, "v") });
+    await mi.idle();
+    const mk = await mi.call("getVideoMetadata", { uri: `${dev()}/v/film.mkv` });
+    expect(mk.metadata).toMatchObject({ type: "video", mime: "video/x-matroska", title: "Film", width: 640, height: 360, video_codec: "h264", audio_codec: "opus", frame_rate: "25/1" });
+    expect((mk.metadata as Json).duration as number).toBeCloseTo(2, 0);
+    expect(((await mi.call("getVideoList", { uri: dev() })).videoList as Json).count).toBe(2);
   });
 
   test("truncated or corrupt MP3, MP4 and JPEG files are skipped; the scan goes on", async () => {

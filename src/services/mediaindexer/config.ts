@@ -37,7 +37,7 @@ export const mediaIndexerOptions = (stateDir: string) =>
     scanConcurrency: z.number().int().min(1).max(64).default(8),
     upnp: z
       .object({
-        /** Where M-SEARCH goes: the SSDP multicast group, or a unicast address (127.0.0.1 for a local server). */
+        /** Where M-SEARCH goes: the SSDP multicast group, or the unicast address of a server that answers unicast searches. */
         address: z.string().default("239.255.255.250"),
         port: z.number().int().min(1).max(65535).default(1900),
         /** Address of the interface searches leave from (multicast interface); the system's choice when absent. */
