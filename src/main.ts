@@ -291,6 +291,10 @@ async function demo(argv: string[]) {
     ],
     power2: [`call com.vendor.service.power2/getState '{"subscribe":false}'`, `call -i com.vendor.service.power2/getState '{"subscribe":true}'`],
     filecache: [`call com.vendor.service.filecache/GetCacheStatus '{}'`, `call com.vendor.service.filecache/GetCacheTypes '{}'`],
+    camera: [
+      `call com.vendor.service.camera2/getCameraList '{}'`,
+      `call com.vendor.service.camera2/getInfo '{"id":"camera1"}'`,
+    ],
     peripheralmanager: [
       `call -i com.vendor.service.peripheralmanager/gpio/list '{"subscribe":true}'`,
       `call com.vendor.service.peripheralmanager/i2c/list '{"verbose":true}'`,
