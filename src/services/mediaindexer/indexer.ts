@@ -147,6 +147,7 @@ export class Indexer {
             { device: dev.uri, sub: sub || undefined, files: r.files, indexed: r.indexed, unchanged: r.unchanged, removed: r.removed, failed: r.failed, ms: Math.round(r.ms), filesPerSecond: Math.round((r.files * 1000) / Math.max(r.ms, 1)) },
             "scan done",
           );
+        if (r.indexed || r.removed) this.scanner.checkpoint();
         return r;
       } catch (e) {
         this.log.error({ device: dev.uri, err: e }, "scan failed");

@@ -1,14 +1,25 @@
-// Metadata extraction on its own thread (extract-worker.ts): the scanner hands it
-// one file at a time (a few in flight) and gets the extracted fields back. The
-// thread starts with the first request and is ended by close().
+// The background thread (extract-worker.ts) seen from the main thread: the scanner
+// hands it one file at a time (a few in flight) and gets the extracted fields back;
+// WAL checkpoints and libmtp detection go the same way. The thread starts with the
+// first request and is ended by close(). A watchdog ends a thread that stops
+// answering (a parser caught in a loop on a malformed file): the oldest request is
+// failed as the culprit, the others as ThreadFailed (to be read again later), and the
+// next request starts a new thread.
 import type { Extracted } from "./metadata";
 import type { Kind } from "./kinds";
 import type { RawDevice } from "../../../ffi/libmtp";
 
+/** The thread died or was ended with the request in flight: not the file's fault. */
+export class ThreadFailed extends Error {}
+
 interface Pending {
   resolve(x: unknown): void;
   reject(e: Error): void;
+  since: number;
 }
+
+/** A request unanswered this long ends the thread. */
+export const STALL_MS = 30_000;
 
 /**
  * The worker's entry point. The compiled binary carries it as an entry point of its
@@ -23,8 +34,9 @@ export class Extractor {
   private worker?: Worker;
   private next = 0;
   private pending = new Map<number, Pending>();
+  private watchdog?: ReturnType<typeof setInterval>;
 
-  constructor(private thumbnailDir: string) {}
+  constructor(private thumbnailDir: string, private stallMs = STALL_MS) {}
 
   extract(path: string, kind: Kind, mime: string, size: number): Promise<Extracted> {
     return this.request({ op: "extract", path, kind, mime, size, thumbnailDir: this.thumbnailDir });
@@ -35,50 +47,70 @@ export class Extractor {
     return this.request({ op: "mtpDetect", library });
   }
 
+  /** Copies the database's WAL into it on the background thread (the main connection never checkpoints). */
+  checkpoint(database: string) {
+    this.start().postMessage({ op: "checkpoint", database });
+  }
+
   private request<T>(msg: Record<string, unknown>): Promise<T> {
     const w = this.start();
     const id = ++this.next;
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (x: unknown) => void, reject });
-      if (this.pending.size === 1) w.ref();
+      this.pending.set(id, { resolve: resolve as (x: unknown) => void, reject, since: performance.now() });
+      if (this.pending.size === 1) {
+        w.ref();
+        this.watchdog ??= setInterval(() => this.check(), Math.min(1000, this.stallMs));
+      }
       w.postMessage({ ...msg, id });
     });
   }
 
-  /** Copies the database's WAL into it on the metadata thread (the main connection never checkpoints). */
-  checkpoint(database: string) {
-    this.start().postMessage({ op: "checkpoint", database });
+  private settled() {
+    if (this.pending.size) return;
+    this.worker?.unref();
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = undefined;
+  }
+
+  private check() {
+    const oldest = this.pending.entries().next().value as [number, Pending] | undefined;
+    if (!oldest || performance.now() - oldest[1].since < this.stallMs) return;
+    this.pending.delete(oldest[0]);
+    oldest[1].reject(new Error(`no answer within ${Math.round(this.stallMs / 1000)} s`));
+    this.fail(new ThreadFailed("the background thread was restarted"));
+  }
+
+  /** Ends the thread, failing what it held; the next request starts a new one. */
+  private fail(e: Error) {
+    const w = this.worker;
+    this.worker = undefined;
+    w?.terminate();
+    for (const p of this.pending.values()) p.reject(e);
+    this.pending.clear();
+    this.settled();
   }
 
   private start(): Worker {
     if (this.worker) return this.worker;
     const w = new Worker(workerUrl());
     w.onmessage = (ev: MessageEvent) => {
+      if (this.worker !== w) return;
       const { id, x, err } = ev.data as { id: number; x?: unknown; err?: string };
       const p = this.pending.get(id);
       if (!p) return;
       this.pending.delete(id);
-      if (!this.pending.size) w.unref();
+      this.settled();
       if (err !== undefined) p.reject(new Error(err));
       else p.resolve(x!);
     };
     w.onerror = (ev: ErrorEvent) => {
-      // The thread died: fail what it held; the next request starts a new one.
-      const e = new Error(`metadata thread failed: ${ev.message}`);
-      for (const p of this.pending.values()) p.reject(e);
-      this.pending.clear();
-      if (this.worker === w) this.worker = undefined;
-      w.terminate();
+      if (this.worker === w) this.fail(new ThreadFailed(`background thread failed: ${ev.message}`));
     };
     w.unref();
     return (this.worker = w);
   }
 
   close() {
-    const e = new Error("indexer stopped");
-    for (const p of this.pending.values()) p.reject(e);
-    this.pending.clear();
-    this.worker?.terminate();
-    this.worker = undefined;
+    this.fail(new ThreadFailed("indexer stopped"));
   }
 }

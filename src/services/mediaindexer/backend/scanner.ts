@@ -7,7 +7,7 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../../core/log";
-import { Extractor } from "./extractor";
+import { Extractor, ThreadFailed } from "./extractor";
 import { mediaType, KIND_CODE, BAD, type Kind } from "./kinds";
 import type { MediaStore, NewMedia } from "./store";
 
@@ -134,6 +134,11 @@ export class Scanner {
       } catch (e) {
         if (abort.aborted) return; // stopped: the file is read again next time
         r.failed++;
+        if (e instanceof ThreadFailed) {
+          // Not the file's fault: no row, so the next scan reads it again.
+          log.warn({ path, err: e.message }, "media file not read; left for the next scan");
+          return;
+        }
         log.warn({ path, err: (e as Error).message }, "media file unreadable; skipped");
         row = { ...base, kind: BAD, title: null, duration: null, thumbnail: null, genre: null, album: null, artist: null, width: null, height: null, meta: null };
       }
