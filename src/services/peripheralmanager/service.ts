@@ -131,8 +131,9 @@ export default defineService({
     };
 
     /**
-     * open: the caller's lease on key (taken after opening the resource), or its
-     * existing one. Another holder refuses; a failed open takes nothing.
+     * open: opens the resource and takes the caller's lease on key (undefined is
+     * returned), or returns the lease the caller already holds (nothing is opened).
+     * Another holder refuses; a failed open takes nothing.
      */
     const take = <D>(call: Call, key: string, what: Json, opening: () => D, close: (d: D, why: ReleaseReason) => void, after?: () => void): Lease<D> | undefined => {
       const mine = ctx.leases.heldBy<D>(call.caller.name, key);
