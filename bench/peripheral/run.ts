@@ -54,7 +54,7 @@ for (let i = 0; !(await client.hasOwner(PM)); i++) {
   if (i > 200) throw new Error("the service did not come up");
   await Bun.sleep(100);
 }
-const call = async (method: string, payload: object) => {
+const call = async (method: string, payload: Record<string, unknown>) => {
   const r = await client.call(PM, method, payload);
   if (r.returnValue !== true) throw new Error(`${method}: ${JSON.stringify(r)}`);
   return r;
