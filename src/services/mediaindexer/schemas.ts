@@ -5,7 +5,7 @@ import { base, type Api } from "../../core/service";
 
 const Response = z.looseObject(base);
 const subscribe = z.boolean().optional().describe("true: keep the call open for updates");
-const deviceUri = z.string().describe("device URI (storage:///path, msc://<uuid>, upnp://<udn>, mtp://<serial>)");
+const deviceUri = z.string().describe("device URI (storage:///path, msc://<filesystem uuid>, upnp://<udn uuid>, mtp://<vid>:<pid>@<bus>.<dev>)");
 const count = z.number().int().positive().optional().describe("entries per message (default 500)");
 
 export const Device = z.looseObject({
@@ -96,7 +96,7 @@ export const api = {
     level,
   },
   getMediaDbPermission: {
-    summary: "Grants the named service read access to the media database (POSIX ACL for the uid owning that bus name); callable by the named service itself or root.",
+    summary: "Grants the named service read access to the media database (POSIX ACL entries for the uid owning that bus name); callable by root, grantGroups members, or the named service itself.",
     request: z.looseObject({ serviceName: z.string().optional().describe("bus name (well-known or unique) of the service, or a user name (root callers)") }),
     response: Response,
     level,
