@@ -14,7 +14,7 @@ const { i32, u64, ptr: P, cstring } = FFIType;
 /** enum TJSAMP */
 export const TJSAMP_444 = 0, TJSAMP_422 = 1, TJSAMP_420 = 2, TJSAMP_GRAY = 3;
 /** enum TJPF */
-export const TJPF_RGB = 0, TJPF_GRAY = 6;
+export const TJPF_RGB = 0, TJPF_BGRX = 3, TJPF_GRAY = 6;
 export const TJFLAG_NOREALLOC = 1024;
 
 const SYMBOLS = {
@@ -135,4 +135,18 @@ export function decodeGray(jpeg: Uint8Array): { width: number; height: number; p
   const pixels = new Uint8Array(width * height);
   if (l.tjDecompress2(h, ptr(jpeg), jpeg.length, ptr(pixels), width, width, height, TJPF_GRAY, 0) !== 0) failed(l, h, "tjDecompress2");
   return { width, height, pixels };
+}
+
+/**
+ * Decodes a JPEG into dst, `pitch` bytes a row, in pixelFormat (TJPF_BGRX: 4 bytes
+ * a pixel, as DRM's XRGB8888). Returns the image's size, or null (nothing written)
+ * when it does not fit in maxWidth x maxHeight.
+ */
+export function decodeInto(jpeg: Uint8Array, dst: Uint8Array, pitch: number, maxWidth: number, maxHeight: number, pixelFormat = TJPF_BGRX): { width: number; height: number } | null {
+  const l = need();
+  const h = decoder(l);
+  const { width, height } = readHeader(jpeg);
+  if (width > maxWidth || height > maxHeight || pitch * height > dst.length) return null;
+  if (l.tjDecompress2(h, ptr(jpeg), jpeg.length, ptr(dst), width, pitch, height, pixelFormat, 0) !== 0) failed(l, h, "tjDecompress2");
+  return { width, height };
 }

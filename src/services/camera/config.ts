@@ -15,7 +15,9 @@ export const CameraOptions = z.object({
   plugDir: z.string().optional(),
   /** Application IDs permitted to open a camera when they pass appId; absent: any appId. */
   appIds: z.array(z.string()).optional(),
-  /** Window IDs a preview may name (display planes of the board). */
+  /** Preview windows shown on a display: window ID -> DRM card (and connector). */
+  displays: z.record(z.string(), z.object({ card: z.string(), connector: z.number().int().optional() })).default({}),
+  /** Preview windows with no display (the virtual board's): the preview streams, nothing is shown. */
   windows: z.array(z.string()).default([]),
   /** Where capture writes when no path is given (default: captures/ in the state directory). */
   captureDir: z.string().optional(),

@@ -22,6 +22,7 @@ import { api, PROPERTY_NAMES } from "./schemas";
 import { E, badHandle } from "./errors";
 import { loadCameraOptions, type CameraOptionsT } from "./config";
 import { ringSize, RingWriter } from "./ring";
+import { DisplayOutput } from "./preview";
 import { LinuxBackend } from "./backend/linux";
 import { VirtualBackend } from "./backend/virtual";
 import { FOURCC, UnsupportedFormat, type CameraBackend, type CameraFormat, type DeviceDesc, type FormatName, type OpenDevice } from "./backend/types";
@@ -71,6 +72,8 @@ interface Stream {
   format: CameraFormat;
   eventFds: Set<number>;
   jobs: Set<CaptureJob>;
+  /** The preview's display, when its window is one. */
+  display?: DisplayOutput;
 }
 
 /** Frames of a stream being written to files (capture, startCapture). */
@@ -245,7 +248,7 @@ export default defineService({
     };
 
     // ---- streaming -----------------------------------------------------------------
-    const startStream = (h: Handle, kind: Stream["kind"], mem: Stream["mem"], windowId?: string): Stream => {
+    const startStream = (h: Handle, kind: Stream["kind"], mem: Stream["mem"], windowId?: string, display?: DisplayOutput): Stream => {
       const cam = h.camera;
       const dev = cam.dev!;
       const format = dev.getFormat();
@@ -276,7 +279,7 @@ export default defineService({
           map = shmat(shmId);
         }
         const ring = new RingWriter(map.buffer, g);
-        const stream: Stream = { by: h, kind, windowId, mem, memfd, shmId, key, map, ring, format, eventFds: new Set(), jobs: new Set() };
+        const stream: Stream = { by: h, kind, windowId, mem, memfd, shmId, key, map, ring, format, eventFds: new Set(), jobs: new Set(), display };
         cam.stream = stream;
         const isYuv = format.format === "YUV";
         dev.start(
@@ -289,6 +292,16 @@ export default defineService({
             }, { deviceSequence: f.deviceSequence, timestampUs: f.timestampUs });
             for (const fd of stream.eventFds) eventfdSignal(fd);
             for (const job of stream.jobs) takeFrame(stream, job, data);
+            if (stream.display) {
+              try {
+                stream.display.show(data);
+              } catch (e) {
+                ctx.log.error({ id: cam.id, window: stream.windowId, err: e }, "showing the preview failed");
+                stream.display.close();
+                stream.display = undefined;
+                ctx.topics.publish(EVENTS, { returnValue: true, id: cam.id, eventType: "preview_fault" });
+              }
+            }
           },
           (e) => {
             ctx.log.error({ id: cam.id, err: e }, "the camera's stream failed");
@@ -299,6 +312,7 @@ export default defineService({
         ctx.log.info({ id: cam.id, kind, mem, key, format, bytes: size }, "stream started");
         return stream;
       } catch (e) {
+        display?.close();
         if (cam.stream?.map === map) cam.stream = undefined;
         map?.unmap();
         if (memfd !== undefined) closeFd(memfd);
@@ -319,6 +333,7 @@ export default defineService({
           ctx.log.warn({ id: cam.id, err: e }, "stopping the device failed");
         }
       }
+      s.display?.close();
       s.ring.stop();
       for (const fd of s.eventFds) eventfdSignal(fd); // readers wake and see the stopped flag
       for (const fd of s.eventFds) closeFd(fd);
@@ -577,9 +592,19 @@ export default defineService({
 
         startPreview(req, call) {
           const h = handleOf("startPreview", req.handle, call.caller, { primary: true });
-          if (!o.windows.includes(req.windowId)) raise(E.invalidWindow);
+          const screen = o.displays[req.windowId];
+          if (!screen && !o.windows.includes(req.windowId)) raise(E.invalidWindow);
           if (h.camera.stream) raise(E.invalidState);
-          startStream(h, "preview", "posixshm", req.windowId);
+          let display: DisplayOutput | undefined;
+          if (screen) {
+            try {
+              display = new DisplayOutput(screen, h.camera.dev!.getFormat());
+            } catch (e) {
+              ctx.log.error({ window: req.windowId, card: screen.card, err: e }, "the preview's display cannot be used");
+              raise(E.invalidWindow, { errorText: `${E.invalidWindow.text}: ${(e as Error).message}` });
+            }
+          }
+          startStream(h, "preview", "posixshm", req.windowId, display);
           return ok();
         },
 
