@@ -55,7 +55,7 @@ const WHY: Record<ReleaseReason, string> = {
 const ERRNO = { ENOENT: 2, EIO: 5, ENXIO: 6, EACCES: 13, EBUSY: 16, ENODEV: 19, EINVAL: 22, ENOTTY: 25, EPERM: 1, EOPNOTSUPP: 95, EREMOTEIO: 121 };
 
 /** The row for a kernel error while opening a device. */
-function openRow(e: unknown): ErrorRow {
+export function openRow(e: unknown): ErrorRow {
   const n = e instanceof SysError ? e.errno : undefined;
   if (n === ERRNO.EBUSY) return E.busy;
   if (n === ERRNO.ENOENT || n === ERRNO.EACCES || n === ERRNO.EPERM || n === ERRNO.ENODEV || n === ERRNO.ENXIO) return E.deviceUnavailable;
@@ -63,7 +63,7 @@ function openRow(e: unknown): ErrorRow {
 }
 
 /** The row for a kernel error of a transfer, setting or tty call. */
-function ioRow(e: unknown): ErrorRow {
+export function ioRow(e: unknown): ErrorRow {
   if (!(e instanceof SysError)) return E.internal;
   switch (e.errno) {
     case ERRNO.ENXIO:
