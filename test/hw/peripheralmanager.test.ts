@@ -110,7 +110,7 @@ describe.skipIf(!inGuest || !existsSync(BIN))("peripheral manager on the guest's
     const sub = await client.subscribe(PM, "gpio/getValue", { pin: "gpio5" }, (m) => pushes.push({ value: m.value as string, at: performance.now() }));
     expect(sub.first).toEqual({ returnValue: true, subscribed: true, value: "low" });
     const latencies: number[] = [];
-    for (let i = 0; i < 6; i++) {
+    for (let i = 0; i < 10; i++) {
       const up = i % 2 === 0;
       const at = performance.now();
       pull(5, up);
@@ -121,9 +121,9 @@ describe.skipIf(!inGuest || !existsSync(BIN))("peripheral manager on the guest's
     }
     latencies.sort((a, b) => a - b);
     console.log(`edge to subscriber, ms: ${latencies.map((l) => l.toFixed(1)).join(" ")}`);
-    // Quiet runs measure a median near 20 ms (the issue's goal is 50 ms); the bounds leave room for a
-    // guest sharing two emulated cores with other boots, and still fail a service that polls or batches.
-    expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(250);
+    // The goal: an edge reaches the subscriber within 50 ms. Quiet runs of the emulated guest
+    // measure a median near 20 ms; the median of ten edges keeps one scheduler pause out of it.
+    expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(50);
     expect(latencies.at(-1)!).toBeLessThan(2000);
     await sub.cancel();
     expect(await call("gpio/close", { pin: "gpio5" })).toEqual(OK);
