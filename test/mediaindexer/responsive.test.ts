@@ -1,10 +1,13 @@
 // Nothing blocks the bus during a scan: while 10,000 files are scanned, getDeviceList
 // (answered by the same process and the same main thread) answers within 20 ms:
-// metadata is parsed on its own thread (lower priority) and database writes are small batches.
+// files are compared and parsed on a background thread (lower priority) and database
+// writes are small batches. Meanwhile a list subscription receives the new entries,
+// at most count per message.
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { miEnv, type MiEnv } from "./env";
+import { eventually } from "../helpers/harness";
 import { mp3, jpeg } from "./media";
 import type { Json } from "../../src/core/errors";
 
@@ -24,6 +27,13 @@ beforeAll(async () => {
 afterAll(() => mi.stop());
 
 test(`getDeviceList answers within 20 ms while ${FILES} files are scanned`, async () => {
+  // A list subscription receives the images as they are indexed, at most count per message.
+  let scanningNow = true;
+  const pushes: { count: number; during: boolean }[] = [];
+  const sub = await mi.client.subscribe("com.vendor.service.mediaindexer", "getImageList", { subscribe: true, count: 100 }, (m) => {
+    pushes.push({ count: ((m.imageList as Json).results as Json[]).length, during: scanningNow });
+  });
+  expect((sub.first.imageList as Json).count).toBe(0);
   const t0 = performance.now();
   expect((await mi.call("requestMediaScan", { path: mi.media })).returnValue).toBe(true);
   const latencies: number[] = [];
@@ -34,6 +44,7 @@ test(`getDeviceList answers within 20 ms while ${FILES} files are scanned`, asyn
     latencies.push(performance.now() - t);
     const dev = ((r.pluginList as Json[])[0]!.deviceList as Json[])[0]!;
     if (dev.state !== "scanning") {
+      scanningNow = false;
       expect(dev).toMatchObject({ audioCount: FILES / 2, imageCount: FILES / 2 });
       break;
     }
@@ -50,4 +61,8 @@ test(`getDeviceList answers within 20 ms while ${FILES} files are scanned`, asyn
   // bound is on the 99th percentile, with the single worst call allowed a scheduler pause.
   expect(Number(p(0.99))).toBeLessThan(20);
   expect(latencies.at(-1)!).toBeLessThan(100);
+  await eventually(() => pushes.reduce((n, p) => n + p.count, 0) === FILES / 2, 5000);
+  expect(pushes.every((p) => p.count > 0 && p.count <= 100)).toBe(true);
+  expect(pushes.filter((p) => p.during).length).toBeGreaterThan(10);
+  await sub.cancel();
 }, 60_000);

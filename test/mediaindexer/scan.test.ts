@@ -91,3 +91,15 @@ test("the database survives a restart: entries are there before any scan", async
   expect(await mi.device(storage())).toMatchObject({ available: true, audioCount: 2 });
   expect(((await mi.call("getAudioList")).audioList as Json).count).toBe(2);
 });
+
+test("tracks sharing one cover picture, read at the same time, share one thumbnail file", async () => {
+  const cover = Buffer.concat([PNG_1x1, Buffer.from("album-art")]);
+  for (let i = 0; i < 24; i++) put(join(mi.media, "album", `t${i}.mp3`), mp3({ title: `T${i}`, album: "Shared", cover }));
+  await mi.call("requestMediaScan", { path: join(mi.media, "album") });
+  await mi.idle();
+  const list = ((await mi.call("getAudioList", { uri: storage(), count: 100 })).audioList as Json).results as Json[];
+  const album = list.filter((e) => e.album === "Shared");
+  expect(album.length).toBe(24);
+  expect(new Set(album.map((e) => e.thumbnail)).size).toBe(1);
+  expect(Bun.file(album[0]!.thumbnail as string).size).toBe(cover.length);
+});

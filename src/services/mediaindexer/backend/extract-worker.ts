@@ -1,10 +1,14 @@
-// The media indexer's background thread: parses media files (tags, EXIF, container
-// headers) and writes cover art thumbnails off the main thread, so a scan never
-// holds the event loop that answers the bus; it also checkpoints the database's WAL
-// and runs libmtp's USB device detection (both can take milliseconds). Requests and
-// answers are plain objects (extractor.ts).
+// The media indexer's background thread: compares files with their rows (stat),
+// parses the new and changed ones (tags, EXIF, container headers) and writes cover
+// art thumbnails, off the main thread, so a scan never holds the event loop that
+// answers the bus; it also checkpoints the database's WAL and runs libmtp's USB
+// device detection (both can take milliseconds). Requests and answers are plain
+// objects (extractor.ts).
 import { Database } from "bun:sqlite";
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
 import { extract } from "./metadata";
+import { GONE, UNCHANGED, READ, UNREADABLE, type ChunkRequest, type ChunkResult } from "./extractor";
 import { niceThread } from "../../../ffi/sched";
 import { loadLibmtp, detectRawDevices } from "../../../ffi/libmtp";
 
@@ -16,6 +20,43 @@ try {
 } catch {}
 
 let db: Database | undefined;
+
+/** Stats each file of the chunk; reads those that are new or changed (a few at a time). */
+async function scanChunk(m: ChunkRequest & { thumbnailDir: string }): Promise<ChunkResult[]> {
+  const out: ChunkResult[] = new Array(m.files.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < m.files.length) {
+      const k = next++;
+      const f = m.files[k]!;
+      const path = join(m.root, m.dir, f.name);
+      let size: number, mtime: number;
+      try {
+        const st = await stat(path);
+        if (!st.isFile()) {
+          out[k] = { s: GONE };
+          continue;
+        }
+        size = st.size;
+        mtime = Math.floor(st.mtimeMs);
+      } catch {
+        out[k] = { s: GONE };
+        continue;
+      }
+      if (f.size === size && f.mtime === mtime) {
+        out[k] = { s: UNCHANGED };
+        continue;
+      }
+      try {
+        out[k] = { s: READ, size, mtime, x: await extract(path, f.kind, f.mime, size, { thumbnailDir: m.thumbnailDir }) };
+      } catch (e) {
+        out[k] = { s: UNREADABLE, size, mtime, err: (e as Error)?.message ?? String(e) };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(m.concurrency, m.files.length)) }, lane));
+  return out;
+}
 
 self.onmessage = async (ev: MessageEvent) => {
   const m = ev.data;
@@ -29,7 +70,8 @@ self.onmessage = async (ev: MessageEvent) => {
     return;
   }
   try {
-    if (m.op === "extract") self.postMessage({ id: m.id, x: await extract(m.path, m.kind, m.mime, m.size, { thumbnailDir: m.thumbnailDir }) });
+    if (m.op === "scanChunk") self.postMessage({ id: m.id, x: await scanChunk(m) });
+    else if (m.op === "extract") self.postMessage({ id: m.id, x: await extract(m.path, m.kind, m.mime, m.size, { thumbnailDir: m.thumbnailDir }) });
     else if (m.op === "mtpDetect") {
       loadLibmtp(m.library);
       self.postMessage({ id: m.id, x: detectRawDevices() });

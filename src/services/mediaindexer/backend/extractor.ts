@@ -9,6 +9,26 @@ import type { Extracted } from "./metadata";
 import type { Kind } from "./kinds";
 import type { RawDevice } from "../../../ffi/libmtp";
 
+export interface ChunkRequest {
+  root: string;
+  dir: string;
+  /** Files read at once. */
+  concurrency: number;
+  /** size and mtime: the file's row, when it has one. */
+  files: { name: string; kind: Kind; mime: string; size?: number; mtime?: number }[];
+}
+
+/** Per file of a chunk: gone (no longer a file), unchanged, read (x), or unreadable (err). */
+export const GONE = 0, UNCHANGED = 1, READ = 2, UNREADABLE = 3;
+export interface ChunkResult {
+  s: number;
+  size?: number;
+  /** Modification time, ms. */
+  mtime?: number;
+  x?: Extracted;
+  err?: string;
+}
+
 /** The thread died or was ended with the request in flight: not the file's fault. */
 export class ThreadFailed extends Error {}
 
@@ -38,8 +58,14 @@ export class Extractor {
 
   constructor(private thumbnailDir: string, private stallMs = STALL_MS) {}
 
+  /** One file's metadata. */
   extract(path: string, kind: Kind, mime: string, size: number): Promise<Extracted> {
     return this.request({ op: "extract", path, kind, mime, size, thumbnailDir: this.thumbnailDir });
+  }
+
+  /** Files of one directory: each stat'ed, compared with its row's size and mtime, and read when new or changed. */
+  scanChunk(c: ChunkRequest): Promise<ChunkResult[]> {
+    return this.request({ op: "scanChunk", ...c, thumbnailDir: this.thumbnailDir });
   }
 
   /** libmtp's raw device detection (loads the library on first use). */

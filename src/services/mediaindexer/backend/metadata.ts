@@ -83,7 +83,9 @@ async function audio(path: string, mime: string, size: number, o: ExtractOptions
   set(meta, "lyric", typeof lyric === "string" ? lyric : lyric?.text);
   let thumbnail = "";
   const pic = c.picture?.[0];
-  if (pic?.data?.length) thumbnail = await writeThumbnail(pic.data, pic.format, o.thumbnailDir);
+  if (pic?.data?.length)
+    // A thumbnail that cannot be written leaves the field empty; the file is still indexed.
+    thumbnail = await writeThumbnail(pic.data, pic.format, o.thumbnailDir).catch(() => "");
   return {
     kind: "audio",
     title: c.title || titleOf(path),
@@ -97,18 +99,32 @@ async function audio(path: string, mime: string, size: number, o: ExtractOptions
 }
 
 /** Writes a cover picture under its content hash (once per distinct picture); returns its path. */
-async function writeThumbnail(data: Uint8Array, format: string, dir: string): Promise<string> {
+function writeThumbnail(data: Uint8Array, format: string, dir: string): Promise<string> {
   const ext = PICTURE_EXT[format.toLowerCase()] ?? "img";
   const file = `${dir}/${Bun.hash(data).toString(16).padStart(16, "0")}.${ext}`;
-  if (written.has(file)) return file;
-  if (!existsSync(file)) {
-    const tmp = `${file}.tmp${process.pid}`;
-    await writeFile(tmp, data);
-    await rename(tmp, file);
+  if (written.has(file)) return Promise.resolve(file);
+  // Tracks of one album read at the same time share one write.
+  let w = writing.get(file);
+  if (!w) {
+    w = (async () => {
+      try {
+        if (!existsSync(file)) {
+          const tmp = `${file}.tmp${process.pid}.${++tmpSeq}`;
+          await writeFile(tmp, data);
+          await rename(tmp, file);
+        }
+        written.add(file);
+        return file;
+      } finally {
+        writing.delete(file);
+      }
+    })();
+    writing.set(file, w);
   }
-  written.add(file);
-  return file;
+  return w;
 }
+const writing = new Map<string, Promise<string>>();
+let tmpSeq = 0;
 
 async function image(path: string, mime: string, src: Source): Promise<Extracted> {
   const dims = await imageDimensions(src);

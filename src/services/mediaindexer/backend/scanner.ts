@@ -4,10 +4,10 @@
 // writes them in batches (one transaction each). Entries of files and directories
 // that are gone are deleted. Between batches of synchronous work it yields to the
 // event loop (setImmediate), so the bus keeps answering during a scan.
-import { readdir, stat } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../../core/log";
-import { Extractor, ThreadFailed } from "./extractor";
+import { Extractor, GONE, UNCHANGED, READ, type ChunkResult } from "./extractor";
 import { mediaType, KIND_CODE, BAD, type Kind } from "./kinds";
 import type { MediaStore, NewMedia } from "./store";
 
@@ -75,7 +75,12 @@ const CHECKPOINT_ROWS = 2000;
 const BATCH_MS = 100;
 /** A long scan logs its progress (files found, files/s) this often. */
 const PROGRESS_MS = 5000;
-const STAT_CHUNK = 64;
+/** Files per request to the background thread (stat, compare, read). */
+const CHUNK = 32;
+/** Chunks sent to the background thread and not answered yet. */
+const CHUNKS_IN_FLIGHT = 3;
+/** Directories whose chunks may be in progress at once. */
+const DIRS_IN_FLIGHT = 4;
 const PAGE = 2000;
 
 const rel = (dir: string, name: string) => (dir ? `${dir}/${name}` : name);
@@ -107,7 +112,6 @@ export class Scanner {
     const delta = [0, 0, 0];
     let lastFlush = performance.now();
     let lastProgress = t0;
-    const inflight = new Set<Promise<void>>();
 
     const flush = () => {
       if (!pending.length && !delta.some((d) => d)) return;
@@ -120,45 +124,103 @@ export class Scanner {
       lastFlush = performance.now();
     };
 
-    const run = async (dir: string, name: string, kind: Kind, mime: string, size: number, mtime: number, oldKind: number | undefined) => {
-      const path = join(t.root, dir, name);
-      let row: NewMedia;
-      const base = { device: t.device, dir, name, size, mtime, url: null };
-      try {
-        const x = await this.extractor.extract(path, kind, mime, size);
-        row = {
-          ...base, kind: KIND_CODE[x.kind], title: x.title, duration: x.duration ?? null, thumbnail: x.thumbnail ?? null, genre: x.genre ?? null,
-          album: x.album ?? null, artist: x.artist ?? null, width: x.width ?? null, height: x.height ?? null, meta: JSON.stringify(x.meta),
-        };
-        r.indexed++;
-      } catch (e) {
-        if (abort.aborted) return; // stopped: the file is read again next time
-        r.failed++;
-        if (e instanceof ThreadFailed) {
-          // Not the file's fault: no row, so the next scan reads it again.
-          log.warn({ path, err: e.message }, "media file not read; left for the next scan");
+    // Chunks handed to the background thread, a few at a time (it reads `concurrency` files of them at once).
+    let inflight = 0;
+    const waiting: (() => void)[] = [];
+    const acquire = async () => {
+      while (inflight >= CHUNKS_IN_FLIGHT) await new Promise<void>((res) => waiting.push(res));
+      inflight++;
+    };
+    const release = () => {
+      inflight--;
+      waiting.shift()?.();
+    };
+
+    type Known = { id: number; kind: number; size: number; mtime: number };
+    /** One directory: its media files compared and read in chunks on the background thread, then the rows of files gone removed. */
+    const processDir = async (dir: string, candidates: { name: string; kind: Kind; mime: string }[], known: Map<string, Known>) => {
+      const seen = new Set<string>();
+      const chunks: (typeof candidates)[] = [];
+      for (let c = 0; c < candidates.length; c += CHUNK) chunks.push(candidates.slice(c, c + CHUNK));
+      await Promise.all(
+        chunks.map(async (chunk) => {
+          await acquire();
+          try {
+            if (abort.aborted) return;
+            let res: ChunkResult[];
+            try {
+              res = await this.extractor.scanChunk({
+                root: t.root, dir, concurrency: this.o.concurrency,
+                files: chunk.map((f) => ({ name: f.name, kind: f.kind, mime: f.mime, size: known.get(f.name)?.size, mtime: known.get(f.name)?.mtime })),
+              });
+            } catch (e) {
+              // The thread failed or stopped: not the files' fault. Their rows stay and the next scan reads them.
+              for (const f of chunk) seen.add(f.name);
+              if (!abort.aborted) {
+                r.failed += chunk.length;
+                log.warn({ dir: join(t.root, dir), files: chunk.length, err: (e as Error).message }, "media files not read; left for the next scan");
+              }
+              return;
+            }
+            for (let k = 0; k < chunk.length; k++) {
+              const f = chunk[k]!;
+              const x = res[k]!;
+              if (x.s === GONE) continue;
+              seen.add(f.name);
+              r.files++;
+              if (x.s === UNCHANGED) {
+                r.unchanged++;
+                continue;
+              }
+              const base = { device: t.device, dir, name: f.name, size: x.size!, mtime: x.mtime!, url: null };
+              let row: NewMedia;
+              if (x.s === READ) {
+                const m = x.x!;
+                row = {
+                  ...base, kind: KIND_CODE[m.kind], title: m.title, duration: m.duration ?? null, thumbnail: m.thumbnail ?? null, genre: m.genre ?? null,
+                  album: m.album ?? null, artist: m.artist ?? null, width: m.width ?? null, height: m.height ?? null, meta: JSON.stringify(m.meta),
+                };
+                r.indexed++;
+              } else {
+                r.failed++;
+                log.warn({ path: join(t.root, dir, f.name), err: x.err }, "media file unreadable; skipped");
+                row = { ...base, kind: BAD, title: null, duration: null, thumbnail: null, genre: null, album: null, artist: null, width: null, height: null, meta: null };
+              }
+              const oldKind = known.get(f.name)?.kind;
+              if (oldKind !== undefined && oldKind !== BAD) delta[oldKind]!--;
+              if (row.kind !== BAD) delta[row.kind]!++;
+              pending.push(row);
+              if (pending.length >= BATCH || performance.now() - lastFlush > BATCH_MS) {
+                flush();
+                await slicer.tick();
+              }
+            }
+            const now = performance.now();
+            if (now - lastProgress >= PROGRESS_MS) {
+              lastProgress = now;
+              log.info({ device: t.device, files: r.files, indexed: r.indexed, failed: r.failed, filesPerSecond: Math.round((r.files * 1000) / (now - t0)) }, "scan progress");
+            }
+          } finally {
+            release();
+          }
+        }),
+      );
+      if (abort.aborted) return;
+      // Rows of files no longer there.
+      const gone: number[] = [];
+      for (const [name, row] of known) if (!seen.has(name)) gone.push(row.id);
+      if (gone.length) {
+        if (t.guard && !(await t.guard())) {
+          abort.aborted = true;
           return;
         }
-        log.warn({ path, err: (e as Error).message }, "media file unreadable; skipped");
-        row = { ...base, kind: BAD, title: null, duration: null, thumbnail: null, genre: null, album: null, artist: null, width: null, height: null, meta: null };
-      }
-      if (oldKind !== undefined && oldKind !== BAD) delta[oldKind]!--;
-      if (row.kind !== BAD) delta[row.kind]!++;
-      pending.push(row);
-      if (pending.length >= BATCH || performance.now() - lastFlush > BATCH_MS) flush();
-      const now = performance.now();
-      if (now - lastProgress >= PROGRESS_MS) {
-        lastProgress = now;
-        log.info({ device: t.device, files: r.files, indexed: r.indexed, failed: r.failed, filesPerSecond: Math.round((r.files * 1000) / (now - t0)) }, "scan progress");
+        for (const k of store.deleteIds(gone)) if (k !== BAD) delta[k]!--;
+        r.removed += gone.length;
+        flush();
       }
     };
 
-    const submit = async (...a: Parameters<typeof run>) => {
-      while (inflight.size >= this.o.concurrency) await Promise.race(inflight);
-      const p: Promise<void> = run(...a).finally(() => inflight.delete(p));
-      inflight.add(p);
-    };
-
+    const dirs = new Set<Promise<void>>();
     const visited = new Set<string>();
     const unreadable: string[] = [];
     const stack = [t.sub];
@@ -197,7 +259,7 @@ export class Scanner {
         if (type) candidates.push({ name, ...type });
       }
       // The directory's rows, a page at a time.
-      const known = new Map<string, { id: number; kind: number; size: number; mtime: number }>();
+      const known = new Map<string, Known>();
       for (let after = ""; ; ) {
         const page = store.dirPage(t.device, dir, after, PAGE);
         for (const row of page) known.set(row.name, row);
@@ -205,42 +267,13 @@ export class Scanner {
         after = page.at(-1)!.name;
         await slicer.tick();
       }
-      const seen = new Set<string>();
-      for (let c = 0; c < candidates.length; c += STAT_CHUNK) {
-        if (abort.aborted) break;
-        const chunk = candidates.slice(c, c + STAT_CHUNK);
-        const stats = await Promise.all(chunk.map((f) => stat(join(abs, f.name)).catch(() => null)));
-        for (let k = 0; k < chunk.length; k++) {
-          const st = stats[k];
-          const f = chunk[k]!;
-          if (!st || !st.isFile()) continue;
-          seen.add(f.name);
-          r.files++;
-          const mtime = Math.floor(st.mtimeMs);
-          const old = known.get(f.name);
-          if (old && old.size === st.size && old.mtime === mtime) {
-            r.unchanged++;
-            continue;
-          }
-          await submit(dir, f.name, f.kind, f.mime, st.size, mtime, old?.kind);
-        }
-        await slicer.tick();
-      }
-      if (abort.aborted) break;
-      // Rows of files no longer there.
-      const gone: number[] = [];
-      for (const [name, row] of known) if (!seen.has(name)) gone.push(row.id);
-      if (gone.length) {
-        if (t.guard && !(await t.guard())) {
-          abort.aborted = true;
-          break;
-        }
-        for (const k of store.deleteIds(gone)) if (k !== BAD) delta[k]!--;
-        r.removed += gone.length;
-        flush();
-      }
+      const task: Promise<void> = processDir(dir, candidates, known).finally(() => dirs.delete(task));
+      dirs.add(task);
+      // A few directories in progress keep the background thread busy without holding the whole tree in memory.
+      while (dirs.size >= DIRS_IN_FLIGHT) await Promise.race(dirs);
+      await slicer.tick();
     }
-    await Promise.all(inflight);
+    await Promise.all(dirs);
     if (!abort.aborted && t.recursive) {
       // Directories below the subtree that the walk did not meet: gone.
       const under = (d: string) => t.sub === "" || d === t.sub || d.startsWith(`${t.sub}/`);
