@@ -4,7 +4,7 @@
 // and read back, streaming into POSIX and System V shared memory read through the
 // reader library (in this process and another), capture whose JPEGs decode.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
@@ -12,11 +12,26 @@ import { BusClient } from "../../src/bus/client.ts";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon.ts";
 import { closeFd } from "../../src/ffi/libc.ts";
 import * as tj from "../../src/ffi/turbojpeg.ts";
+import * as drm from "../../src/ffi/drm.ts";
+import * as kms from "../../src/ffi/kms.ts";
 import { FrameReader } from "../../src/services/camera/reader.ts";
 import { BINARY, eventually, spawnScript } from "../helpers/harness.ts";
 import { guest } from "./vboard.ts";
 
 const CAMERA = "com.vendor.service.camera2";
+
+/** The vkms card's node (a virtual display with one connected connector). */
+function vkmsCard(): string {
+  for (const n of readdirSync("/dev/dri").filter((n) => /^card\d+$/.test(n))) {
+    const fd = drm.openCard(`/dev/dri/${n}`);
+    try {
+      if (drm.version(fd).name === "vkms") return `/dev/dri/${n}`;
+    } finally {
+      drm.close(fd);
+    }
+  }
+  throw new Error("no vkms card");
+}
 const row = (errorCode: number, errorText: string) => ({ returnValue: false, errorCode, errorText });
 
 guest("camera service on vivid", () => {
@@ -34,7 +49,7 @@ guest("camera service on vivid", () => {
     const board = join(dir, "board.json");
     writeFileSync(board, JSON.stringify({
       name: "camera-guest", backend: "linux", services: ["camera"],
-      serviceConfig: { camera: { devDir: "/dev", frameTimeoutMs: 20000 } },
+      serviceConfig: { camera: { devDir: "/dev", frameTimeoutMs: 20000, ringSlots: 16, displays: { screen0: { card: vkmsCard() } } } },
     }));
     mkdirSync(join(dir, "state"));
     mkdirSync(join(dir, "pictures"));
@@ -175,6 +190,42 @@ guest("camera service on vivid", () => {
     expect(await call("stopCamera", { handle: h })).toEqual({ returnValue: true });
   }, 120000);
 
+  test("preview on vkms: the camera's frames on the display's primary plane, the CRTC as it was after stopPreview", async () => {
+    expect(await call("startPreview", { handle: h, windowId: "nowhere" })).toEqual(row(106, "Invalid windowId"));
+    // The first opener of a card is its DRM master, which mode setting needs: look, close, let the service open it.
+    let fd = drm.openCard(vkmsCard());
+    const out = kms.findOutput(fd)!;
+    const before = drm.getCrtc(fd, out.crtcId).fbId; // the console's framebuffer, or 0
+    drm.close(fd);
+    expect(await call("startPreview", { handle: h, windowId: "screen0" })).toEqual({ returnValue: true });
+    fd = drm.openCard(vkmsCard());
+    try {
+      const crtc = drm.getCrtc(fd, out.crtcId);
+      expect(crtc.fbId).toBeGreaterThan(0);
+      expect(crtc.fbId).not.toBe(before);
+      expect(crtc.mode).toMatchObject({ hdisplay: out.mode.hdisplay, vdisplay: out.mode.vdisplay });
+      // Read the framebuffer back (root may map another client's buffer): vivid's colour bars are drawn.
+      const fb = kms.getFramebuffer(fd, crtc.fbId);
+      expect(fb).toMatchObject({ width: out.mode.hdisplay, height: out.mode.vdisplay, bpp: 32 });
+      await Bun.sleep(1500);
+      const map = kms.mapDumb(fd, fb.handle, fb.pitch * fb.height);
+      const px = new Uint32Array(map.buffer.buffer, map.buffer.byteOffset, map.buffer.byteLength >> 2);
+      const at = (x: number, y: number) => px[y * (fb.pitch >> 2) + x]!;
+      const rgb = (v: number) => [(v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff];
+      // Inside the 640x480 frame: not black; the first bar (white or light grey) bright in every channel.
+      expect(rgb(at(20, 240)).every((c) => c > 120)).toBe(true);
+      // Outside it: the black the framebuffer started with.
+      if (fb.width > 700) expect(at(700, 240) & 0xffffff).toBe(0);
+      map.unmap();
+      expect(await call("capture", { handle: h, path: join(dir, "pictures") })).toMatchObject({ returnValue: true });
+      expect(await call("stopCamera", { handle: h })).toEqual(row(200, "Invalid state"));
+      expect(await call("stopPreview", { handle: h })).toEqual({ returnValue: true });
+      expect(drm.getCrtc(fd, out.crtcId).fbId).toBe(before);
+    } finally {
+      drm.close(fd);
+    }
+  }, 120000);
+
   test("a SIGKILLed holder's camera is released", async () => {
     expect(await call("close", { handle: h })).toEqual({ returnValue: true });
     const holder = spawnScript("test/fixtures/camera-holder.ts", ["camera1"], { DEVSERVICES_BUS: bus.address });
@@ -189,4 +240,29 @@ guest("camera service on vivid", () => {
     expect(await call("stopCamera", { handle: r.handle as number })).toEqual({ returnValue: true });
     expect(await call("close", { handle: r.handle as number })).toEqual({ returnValue: true });
   }, 120000);
+
+  test("hotplug: vivid unloaded and loaded again is noticed within a second, and gets camera1 again", async () => {
+    const lists: any[] = [];
+    const sub = await client.subscribe(CAMERA, "getCameraList", {}, (m) => lists.push(m));
+    expect(sub.first.deviceList).toEqual([{ id: "camera1" }]);
+    const run = (cmd: string[]) => {
+      const r = Bun.spawnSync(cmd, { stderr: "pipe" });
+      if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr.toString()}`);
+    };
+    let t0 = performance.now();
+    run(["rmmod", "vivid"]);
+    try {
+      await eventually(() => lists.length >= 1, 10000, 10);
+      // Within a second of the node going, with slack for an emulated machine.
+      expect(performance.now() - t0).toBeLessThan(3000);
+      expect(lists[0]).toEqual({ deviceList: [] });
+    } finally {
+      t0 = performance.now();
+      run(["modprobe", "vivid", "n_devs=1", "node_types=0x1"]);
+    }
+    await eventually(() => lists.length >= 2, 10000, 10);
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(lists[1]).toEqual({ deviceList: [{ id: "camera1" }] });
+    await sub.cancel();
+  }, 60000);
 });
