@@ -49,7 +49,10 @@ for (let i = 0; !(await client.hasOwner(CAMERA)); i++) {
 try {
   const { handle } = await client.call(CAMERA, "open", { id: "camera1" });
   const set = await client.call(CAMERA, "setFormat", { handle, params: { width, height, format: "YUV", fps } });
-  if (set.returnValue !== true) throw new Error(`setFormat ${width}x${height}@${fps}: ${JSON.stringify(set)}`);
+  if (set.returnValue !== true) {
+    const info = await client.call(CAMERA, "getInfo", { id: "camera1" });
+    throw new Error(`setFormat ${width}x${height}@${fps}: ${JSON.stringify(set)}; the camera offers ${JSON.stringify((info.info as any)?.resolution)}`);
+  }
   await client.call(CAMERA, "startCamera", { handle });
   const buf = await client.callForFd(CAMERA, "getFd", { handle, type: "buffer" });
   const ev = await client.callForFd(CAMERA, "getFd", { handle, type: "event" });
