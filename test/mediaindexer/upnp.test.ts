@@ -94,7 +94,8 @@ describe.skipIf(!MINIDLNAD)("a MiniDLNA server on loopback", () => {
     // Items appear once although the server lists them under several containers.
     expect(audio.length).toBe(2);
     // A remote item is not deleted.
-    expect((await mi.call("requestDelete", { uri: one.uri })).returnValue).toBe(false);
+    expect(await mi.call("requestDelete", { uri: one.uri })).toMatchObject({ returnValue: false, errorCode: -1, errorText: expect.stringMatching(/^Delete failed: .* remote server/) });
+    expect(await mi.call("requestDelete", { uri: one.file_path })).toMatchObject({ returnValue: false, errorText: expect.stringMatching(/^Delete failed: /) });
   });
 
   test("a stopped server is unavailable; its entries stay", async () => {

@@ -55,7 +55,37 @@ const listRequest = z.looseObject({
 const subscribed = z.boolean().optional();
 
 const metadataRequest = z.looseObject({ uri: z.string().describe("media item URI (<device uri>/<path on device>)") });
-const metadataResponse = Response.extend({ metadata: z.looseObject({ uri: z.string(), type: z.string() }).optional() });
+const str = z.string().optional();
+const num = z.number().optional();
+const metaCommon = {
+  uri: z.string(),
+  type: z.string().describe("audio, video or image"),
+  title: str,
+  hash: str.describe("changes when the file does"),
+  mime: str,
+  file_path: str,
+  file_size: num,
+  last_modified_date: str,
+  date_of_creation: str,
+  dirty: z.boolean().optional(),
+};
+export const AudioMetadata = z.looseObject({
+  ...metaCommon,
+  duration: num, thumbnail: str, genre: str, album: str, artist: str, album_artist: str,
+  track: str.describe("n/total or n"), total_track: str, total_tracks: str,
+  sample_rate: num, bit_rate: num, channels: num, bit_per_sample: str, lyric: str,
+});
+export const ImageMetadata = z.looseObject({
+  ...metaCommon,
+  width: num, height: num,
+  geo_location_latitude: num, geo_location_longitude: num, geo_location_city: str, geo_location_country: str,
+});
+export const VideoMetadata = z.looseObject({
+  ...metaCommon,
+  width: num, height: num, duration: num, thumbnail: str, video_codec: str, audio_codec: str,
+  frame_rate: str.describe("fraction, e.g. 30000/1001"),
+});
+const metadataResponse = (m: z.ZodType) => Response.extend({ metadata: m.optional() });
 
 const level = 12;
 const level24 = 24;
@@ -72,7 +102,7 @@ export const api = {
   getAudioMetadata: {
     summary: "Every metadata field of an audio item the file has (tags, stream parameters, cover art thumbnail).",
     request: metadataRequest,
-    response: metadataResponse,
+    response: metadataResponse(AudioMetadata),
     level,
   },
   getDeviceList: {
@@ -92,7 +122,7 @@ export const api = {
   getImageMetadata: {
     summary: "Every metadata field of an image the file has (dimensions, EXIF date, GPS position).",
     request: metadataRequest,
-    response: metadataResponse,
+    response: metadataResponse(ImageMetadata),
     level,
   },
   getMediaDbPermission: {
@@ -123,7 +153,7 @@ export const api = {
   getVideoMetadata: {
     summary: "Every metadata field of a video the file has (container duration, dimensions, codecs, frame rate as a fraction).",
     request: metadataRequest,
-    response: metadataResponse,
+    response: metadataResponse(VideoMetadata),
     level,
   },
   putPlugin: {

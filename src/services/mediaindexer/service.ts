@@ -382,9 +382,14 @@ export default defineService({
             }
           } else {
             if (!/^[a-z]+:\/\//.test(uri)) raise(E.notHandled("requestDelete"));
-            const item = ix.resolveItem(uri);
-            if (item) ({ dev, dir, name } = item);
-            else name = uri.slice(uri.lastIndexOf("/") + 1);
+            // An item URI, or the playback URL of a server's item (its file_path).
+            const byUrl = /^https?:\/\//.test(uri) ? store.byUrl(uri) : undefined;
+            const item = byUrl ? { dev: ix.devices.get(byUrl.device), dir: byUrl.dir, name: byUrl.name } : ix.resolveItem(uri);
+            if (item?.dev) ({ dev, dir, name } = item as { dev: Device; dir: string; name: string });
+            else {
+              const path = uri.replace(/[?#].*$/, "");
+              name = path.slice(path.lastIndexOf("/") + 1);
+            }
           }
           if (!mediaType(name)) raise(E.kindNotRegistered(extensionOf(name) || name));
           const row = dev && store.entry(dev.uri, dir, name);

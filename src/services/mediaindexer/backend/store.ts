@@ -109,6 +109,7 @@ export class MediaStore {
       dirs: q("SELECT DISTINCT dir FROM media WHERE device = ?"),
       rowsOf: q("SELECT id, dir, name, kind, size, mtime, url, title FROM media WHERE device = ?"),
       byPath: q("SELECT * FROM media WHERE device = ? AND dir = ? AND name = ?"),
+      byUrl: q("SELECT device, dir, name FROM media WHERE url = ? LIMIT 1"),
       counts: q("SELECT device, kind, count(*) AS n FROM media WHERE kind != 9 GROUP BY device, kind"),
       listDevice: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? ORDER BY seq LIMIT ?"),
       listAvailable: q("SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) ORDER BY seq LIMIT ?"),
@@ -185,6 +186,11 @@ export class MediaStore {
   /** The identity and change markers of every entry of a device (remote devices: compared after a walk). */
   rowsOf(device: string) {
     return this.s.rowsOf!.all(device) as Pick<MediaRow, "id" | "dir" | "name" | "kind" | "size" | "mtime" | "url" | "title">[];
+  }
+
+  /** The entry of a remote item by its URL. */
+  byUrl(url: string): Pick<MediaRow, "device" | "dir" | "name"> | undefined {
+    return (this.s.byUrl!.get(url) as Pick<MediaRow, "device" | "dir" | "name"> | null) ?? undefined;
   }
 
   entry(device: string, dir: string, name: string): MediaRow | undefined {
