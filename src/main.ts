@@ -291,6 +291,11 @@ async function demo(argv: string[]) {
     ],
     power2: [`call com.vendor.service.power2/getState '{"subscribe":false}'`, `call -i com.vendor.service.power2/getState '{"subscribe":true}'`],
     filecache: [`call com.vendor.service.filecache/GetCacheStatus '{}'`, `call com.vendor.service.filecache/GetCacheTypes '{}'`],
+    nettools: [
+      `call -i com.vendor.service.nettools/gethostname '{"subscribe":true}'`,
+      `call com.vendor.service.nettools/ping '{"hostname":"127.0.0.1"}'`,
+      `call com.vendor.service.nettools/ping6 '{"hostname":"::1","ifName":"lo"}'`,
+    ],
     camera: [
       `call com.vendor.service.camera2/getCameraList '{}'`,
       `call com.vendor.service.camera2/getInfo '{"id":"camera1"}'`,

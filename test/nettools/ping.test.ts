@@ -24,6 +24,14 @@ describe.skipIf(skip !== null)("ping and ping6", () => {
     expect(Object.keys(r).sort()).toEqual(["bytes", "hostname", "ipaddress", "returnValue", "time", "ttl"]);
   });
 
+  test("without ifName the routing table chooses: the host's own addresses and loopback answer too", async () => {
+    for (const [method, host] of [["ping", "127.0.0.1"], ["ping", "192.0.2.1"], ["ping6", "::1"], ["ping6", "2001:db8::1"]] as const) {
+      expect(await w.call(method, { hostname: host })).toMatchObject({ returnValue: true, ipaddress: host, bytes: 64 });
+    }
+    // Bound to the gateway's interface, the host's own loopback address is out of reach.
+    expect((await w.call("ping", { hostname: "127.0.0.1", ifName: "s0" })).returnValue).toBe(false);
+  }, 15000);
+
   test("ping: a host name resolves (IPv4) and the name is echoed", async () => {
     expect(await w.call("ping", { hostname: "peer.test" })).toMatchObject({ returnValue: true, ipaddress: "192.0.2.2", hostname: "peer.test", ttl: 64 });
     // www.example.com has an IPv6 address too: ping takes the IPv4 one.

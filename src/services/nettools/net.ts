@@ -20,20 +20,13 @@ export function followsHostRule(host: string): boolean {
 export const isIPv4 = (s: string) => nl.addressBytes(s)?.length === 4;
 export const isIPv6 = (s: string) => nl.addressBytes(s)?.length === 16;
 
-/** The name of the link that carries the family's default route; undefined when there is none. */
-export async function defaultRouteInterface(family: number): Promise<string | undefined> {
-  const route = await nl.defaultRoute(family);
-  if (route?.oif === undefined) return undefined;
-  return (await nl.getLink(route.oif))?.name;
-}
-
 export type PingOutcome =
   | { ok: true; ipaddress: string; time: number; bytes: number; ttl?: number }
   | { ok: false; why: "unknown-host" | "unreachable" | "poor-network" };
 
 /**
  * One echo to host (a name or an address of the family) through ifName, or the
- * interface of the family's default route. A literal of the other family is an
+ * interface the routing table chooses. A literal of the other family is an
  * unknown host. Socket failures other than routing (no permission) are thrown.
  */
 export async function pingHost(
@@ -51,7 +44,10 @@ export async function pingHost(
       return { ok: false, why: "unknown-host" };
     }
   }
-  const ifName = opts.ifName ?? (await defaultRouteInterface(family === 4 ? nl.AF_INET : nl.AF_INET6));
+  // Without ifName the socket is not bound: the routing table picks the interface, which is
+  // the default gateway's for every destination without a more specific route (and lo for
+  // the host's own addresses, which a socket bound to the gateway's interface could not reach).
+  const ifName = opts.ifName;
   let r: EchoResult;
   try {
     r = await echo({ address, ifName, timeoutMs: opts.timeoutMs, kind: opts.kind });

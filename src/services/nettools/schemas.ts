@@ -62,12 +62,12 @@ export const api = {
     subscribable: true,
   }),
   ping: method({
-    summary: "One ICMP echo to hostname (a name or an IPv4 address) through ifName (default: the interface of the IPv4 default route); waits at most 5 s.",
+    summary: "One ICMP echo to hostname (a name or an IPv4 address) through ifName (default: the interface the routing table chooses, the default gateway's for other networks); waits at most 5 s.",
     request: z.looseObject({ hostname: z.string().min(1), ifName: z.string().min(1).optional() }),
     response: PingResponse,
   }),
   ping6: method({
-    summary: "One ICMPv6 echo to hostname (a name or an IPv6 address) through ifName (default: the interface of the IPv6 default route); waits at most 5 s.",
+    summary: "One ICMPv6 echo to hostname (a name or an IPv6 address) through ifName (default: the interface the routing table chooses, the default gateway's for other networks); waits at most 5 s.",
     request: z.looseObject({ hostname: z.string().min(1), ifName: z.string().min(1).optional() }),
     response: PingResponse,
   }),
