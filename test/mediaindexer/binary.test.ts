@@ -8,15 +8,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
 import { testEnv, BINARY, eventually, binaryBuilt } from "../helpers/harness";
-import { mp3, jpeg, put } from "./media";
+import { mp3, jpeg, put, PNG_1x1 } from "./media";
 import type { Json } from "../../src/core/errors";
 
 test.skipIf(!binaryBuilt())("dist/devservices indexes a media root with its metadata thread", async () => {
   const env = await testEnv();
   const dir = mkdtempSync(join(tmpdir(), "mediaindexer-bin-"));
   const media = join(dir, "media");
-  put(join(media, "s.mp3"), mp3({ title: "Tagged", artist: "Someone" }));
-  put(join(media, "p.jpg"), jpeg({ width: 33, height: 22 }));
+  put(join(media, "s.mp3"), mp3({ title: "Tagged", artist: "Someone", cover: PNG_1x1 }));
+  put(join(media, "p.jpg"), jpeg({ width: 33, height: 22, date: "2019:08:07 06:05:04", lat: 10.5, lon: 20.25 }));
   const board = join(dir, "board.json");
   writeFileSync(board, JSON.stringify({
     name: "mi-test", backend: "virtual", services: ["mediaindexer"],
@@ -33,8 +33,12 @@ test.skipIf(!binaryBuilt())("dist/devservices indexes a media root with its meta
     await eventually(idle, 15000, 100);
     const a = ((await c.call("mediaindexer", "getAudioList", {})).audioList as Json).results as Json[];
     expect(a[0]).toMatchObject({ title: "Tagged", artist: "Someone" });
+    expect(a[0]!.thumbnail as string).toMatch(/\.png$/);
     const i = ((await c.call("mediaindexer", "getImageList", {})).imageList as Json).results as Json[];
     expect(i[0]).toMatchObject({ width: 33, height: 22 });
+    // EXIF through exifr, inside the compiled binary.
+    const md = await c.call("mediaindexer", "getImageMetadata", { uri: i[0]!.uri });
+    expect(md.metadata).toMatchObject({ date_of_creation: "2019-08-07T06:05:04", geo_location_latitude: 10.5, geo_location_longitude: 20.25 });
   } finally {
     p.kill();
     await p.exited;
