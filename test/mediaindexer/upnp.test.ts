@@ -1,6 +1,7 @@
 // The upnp plugin against a real MiniDLNA (minidlnad from Debian) serving a
 // directory on loopback: SSDP M-SEARCH finds it, ContentDirectory Browse walks it,
-// its items are listed as the device's media with the server's URLs as file_path;
+// its items are listed as the device's media with the server's URLs as file_path
+// (Browse pages of 2 items, so paging is exercised);
 // when the server stops, the device is unavailable and its entries stay.
 import { test, expect, beforeAll, afterAll, describe } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
@@ -60,7 +61,7 @@ describe.skipIf(!MINIDLNAD)("a MiniDLNA server on loopback", () => {
       "friendly_name=Devservices test server", "inotify=no", `uuid=${UDN}`, "",
     ].join("\n"));
     await startServer();
-    mi = await miEnv({ plugins: ["upnp"], upnp: { interfaceAddress: "127.0.0.1", loopbackOnly: true, searchInterval: 0 } });
+    mi = await miEnv({ plugins: ["upnp"], upnp: { interfaceAddress: "127.0.0.1", loopbackOnly: true, searchInterval: 0, pageSize: 2 } });
   });
   afterAll(async () => {
     server?.kill();
