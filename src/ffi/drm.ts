@@ -14,6 +14,8 @@ export const MODE_OBJECT_CRTC = 0xcccccccc, MODE_OBJECT_CONNECTOR = 0xc0c0c0c0, 
 /** drm_mode_get_connector.connection */
 export const MODE_CONNECTED = 1, MODE_DISCONNECTED = 2, MODE_UNKNOWNCONNECTION = 3;
 export const MODE_CONNECTOR_VIRTUAL = 15;
+/** drm_mode_atomic.flags */
+export const MODE_ATOMIC_TEST_ONLY = 0x0100, MODE_ATOMIC_NONBLOCK = 0x0200, MODE_ATOMIC_ALLOW_MODESET = 0x0400;
 export const MODE_PROP_RANGE = 1 << 1, MODE_PROP_ENUM = 1 << 3, MODE_PROP_BITMASK = 1 << 5;
 export const DRM_DISPLAY_MODE_LEN = 32, DRM_PROP_NAME_LEN = 32;
 
@@ -69,6 +71,18 @@ export const structs = {
     lengths: { name: DRM_PROP_NAME_LEN },
   },
   drm_mode_property_enum: { c: "struct drm_mode_property_enum", size: 40, fields: { value: 0, name: 8 }, lengths: { name: DRM_PROP_NAME_LEN } },
+  drm_mode_set_plane: {
+    c: "struct drm_mode_set_plane", size: 48,
+    fields: {
+      plane_id: 0, crtc_id: 4, fb_id: 8, flags: 12, crtc_x: 16, crtc_y: 20, crtc_w: 24, crtc_h: 28,
+      src_x: 32, src_y: 36, src_h: 40, src_w: 44,
+    },
+  },
+  drm_mode_obj_set_property: { c: "struct drm_mode_obj_set_property", size: 24, fields: { value: 0, prop_id: 8, obj_id: 12, obj_type: 16 } },
+  drm_mode_atomic: {
+    c: "struct drm_mode_atomic", size: 56,
+    fields: { flags: 0, count_objs: 4, objs_ptr: 8, count_props_ptr: 16, props_ptr: 24, prop_values_ptr: 32, reserved: 40, user_data: 48 },
+  },
 } as const;
 const S = structs;
 
@@ -83,6 +97,9 @@ export const ioctls = {
   DRM_IOCTL_MODE_GETPLANERESOURCES: DRM_IOWR(0xb5, S.drm_mode_get_plane_res.size),
   DRM_IOCTL_MODE_GETPLANE: DRM_IOWR(0xb6, S.drm_mode_get_plane.size),
   DRM_IOCTL_MODE_OBJ_GETPROPERTIES: DRM_IOWR(0xb9, S.drm_mode_obj_get_properties.size),
+  DRM_IOCTL_MODE_SETPLANE: DRM_IOWR(0xb7, S.drm_mode_set_plane.size),
+  DRM_IOCTL_MODE_OBJ_SETPROPERTY: DRM_IOWR(0xba, S.drm_mode_obj_set_property.size),
+  DRM_IOCTL_MODE_ATOMIC: DRM_IOWR(0xbc, S.drm_mode_atomic.size),
 } as const;
 
 /** Opens /dev/dri/cardN (a path or a number). Non-blocking, so reading its events never waits. */
@@ -287,4 +304,63 @@ export function planeType(fd: number, planeId: number): PlaneType | undefined {
     if (prop.name === "type") return prop.enums.find((e) => e.value === p.value)?.name as PlaneType | undefined;
   }
   return undefined;
+}
+
+/** A plane's properties by name: id and current value. */
+export function planeProperties(fd: number, planeId: number): Map<string, { id: number; value: bigint; prop: Property }> {
+  const out = new Map<string, { id: number; value: bigint; prop: Property }>();
+  for (const p of getObjectProperties(fd, planeId, MODE_OBJECT_PLANE)) {
+    const prop = getProperty(fd, p.id);
+    out.set(prop.name, { id: p.id, value: p.value, prop });
+  }
+  return out;
+}
+
+/** Where a plane shows a framebuffer: the CRTC rectangle and the source rectangle in 16.16 fixed point. */
+export interface PlaneSetting {
+  crtcId: number; fbId: number;
+  crtcX: number; crtcY: number; crtcW: number; crtcH: number;
+  /** 16.16 fixed point, as the uAPI has them. */
+  srcX: number; srcY: number; srcW: number; srcH: number;
+}
+
+/**
+ * DRM_IOCTL_MODE_SETPLANE (legacy, needs DRM master): shows fbId on planeId over
+ * crtcId; fbId 0 turns the plane off. The kernel refuses a scaling or position the
+ * plane cannot do with EINVAL or ERANGE.
+ */
+export function setPlane(fd: number, planeId: number, s: PlaneSetting): void {
+  const p = struct(S.drm_mode_set_plane).setU32("plane_id", planeId).setU32("crtc_id", s.crtcId).setU32("fb_id", s.fbId)
+    .setI32("crtc_x", s.crtcX).setI32("crtc_y", s.crtcY).setU32("crtc_w", s.crtcW).setU32("crtc_h", s.crtcH)
+    .setU32("src_x", s.srcX).setU32("src_y", s.srcY).setU32("src_w", s.srcW).setU32("src_h", s.srcH);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_SETPLANE, p.buf, "DRM_IOCTL_MODE_SETPLANE");
+}
+
+/** DRM_IOCTL_MODE_OBJ_SETPROPERTY: one property of one mode object (a plane's alpha or zpos). */
+export function setObjectProperty(fd: number, objId: number, objType: number, propId: number, value: bigint | number): void {
+  const p = struct(S.drm_mode_obj_set_property).setU64("value", value).setU32("prop_id", propId).setU32("obj_id", objId)
+    .setU32("obj_type", objType);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_OBJ_SETPROPERTY, p.buf, "DRM_IOCTL_MODE_OBJ_SETPROPERTY");
+}
+
+/**
+ * DRM_IOCTL_MODE_ATOMIC (needs CLIENT_CAP_ATOMIC and DRM master): sets the listed
+ * properties of each object in one commit, all or none. flags: MODE_ATOMIC_*.
+ */
+export function atomicCommit(fd: number, objects: { id: number; props: { id: number; value: bigint | number }[] }[], flags = 0): void {
+  const n = objects.reduce((a, o) => a + o.props.length, 0);
+  const objs = u32Array(objects.length), counts = u32Array(objects.length), props = u32Array(n), values = u64Array(n);
+  let k = 0;
+  objects.forEach((o, i) => {
+    objs.writeUInt32LE(o.id, 4 * i);
+    counts.writeUInt32LE(o.props.length, 4 * i);
+    for (const p of o.props) {
+      props.writeUInt32LE(p.id, 4 * k);
+      values.writeBigUInt64LE(BigInt.asUintN(64, BigInt(p.value)), 8 * k);
+      k++;
+    }
+  });
+  const a = struct(S.drm_mode_atomic).setU32("flags", flags).setU32("count_objs", objects.length).setPtr("objs_ptr", objs)
+    .setPtr("count_props_ptr", counts).setPtr("props_ptr", props).setPtr("prop_values_ptr", values);
+  ioctl(fd, ioctls.DRM_IOCTL_MODE_ATOMIC, a.buf, "DRM_IOCTL_MODE_ATOMIC");
 }

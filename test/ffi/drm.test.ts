@@ -33,6 +33,9 @@ const consts: Record<string, [string, number]> = {
   MODE_PROP_ENUM: ["DRM_MODE_PROP_ENUM", drm.MODE_PROP_ENUM],
   MODE_PROP_BITMASK: ["DRM_MODE_PROP_BITMASK", drm.MODE_PROP_BITMASK],
   DRM_PROP_NAME_LEN: ["DRM_PROP_NAME_LEN", drm.DRM_PROP_NAME_LEN],
+  MODE_ATOMIC_TEST_ONLY: ["DRM_MODE_ATOMIC_TEST_ONLY", drm.MODE_ATOMIC_TEST_ONLY],
+  MODE_ATOMIC_NONBLOCK: ["DRM_MODE_ATOMIC_NONBLOCK", drm.MODE_ATOMIC_NONBLOCK],
+  MODE_ATOMIC_ALLOW_MODESET: ["DRM_MODE_ATOMIC_ALLOW_MODESET", drm.MODE_ATOMIC_ALLOW_MODESET],
 };
 checkAgainstHeaders("drm.ts mirrors drm/drm.h and drm/drm_mode.h", {
   headers: ["drm/drm.h", "drm/drm_mode.h"],
