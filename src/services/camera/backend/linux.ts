@@ -5,12 +5,13 @@
 // event source (O_NONBLOCK DQBUF when the node is readable). A frame is handed out
 // as a view over the driver's buffer and queued again after the callback: the
 // service's copy into shared memory is the only copy.
-import { readdirSync, watch as fsWatch, type FSWatcher } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v4l2 from "../../../ffi/v4l2";
 import { mmap, type Mapping } from "../../../ffi/shm";
 import { watch, type Watch } from "../../../ffi/loop";
 import type { Logger } from "../../../core/log";
+import { watchDirectory } from "./dirwatch";
 import {
   FOURCC, UnsupportedFormat, type CameraBackend, type CameraFormat, type Capability, type CapturedFrame, type DeviceDesc,
   type FormatName, type FrameSize, type OpenDevice,
@@ -90,7 +91,7 @@ export function enumerate(fd: number): Partial<Record<FormatName, FrameSize[]>> 
 
 export class LinuxBackend implements CameraBackend {
   readonly kind = "linux" as const;
-  private watcher?: FSWatcher;
+  private unwatch?: () => void;
 
   constructor(private readonly o: LinuxOptions) {}
 
@@ -123,22 +124,9 @@ export class LinuxBackend implements CameraBackend {
   }
 
   watch(onChange: () => void): () => void {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      this.watcher = fsWatch(this.o.devDir, (_ev, name) => {
-        if (name && !/^video\d+$/.test(String(name))) return;
-        // udev may still be setting the node's permissions: look again shortly after.
-        clearTimeout(timer);
-        timer = setTimeout(onChange, 150);
-      });
-    } catch (e) {
-      this.o.log.warn({ dir: this.o.devDir, err: e }, "cannot watch for camera hotplug");
-    }
-    return () => {
-      clearTimeout(timer);
-      this.watcher?.close();
-      this.watcher = undefined;
-    };
+    // udev may still be setting a new node's permissions: look 150 ms after the last change.
+    this.unwatch = watchDirectory(this.o.devDir, 150, onChange, this.o.log, (n) => /^video\d+$/.test(n));
+    return this.unwatch;
   }
 
   formats(key: string) {
@@ -150,7 +138,7 @@ export class LinuxBackend implements CameraBackend {
   }
 
   close(): void {
-    this.watcher?.close();
+    this.unwatch?.();
   }
 }
 

@@ -7,10 +7,11 @@
 // Cameras are the configured ones plus, when a plug directory is configured, one
 // per file in it (its name the file's first line): creating or removing a file is
 // plugging or unplugging, noticed through inotify (fs.watch) like /dev on a board.
-import { readdirSync, readFileSync, watch as fsWatch, type FSWatcher } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tj from "../../../ffi/turbojpeg";
 import type { Logger } from "../../../core/log";
+import { watchDirectory } from "./dirwatch";
 import {
   UnsupportedFormat, type CameraBackend, type CameraFormat, type Capability, type CapturedFrame, type DeviceDesc,
   type FormatName, type FrameSize, type OpenDevice,
@@ -51,7 +52,7 @@ const PROPS = ["brightness", "contrast", "saturation", "hue", "sharpness"] as co
 
 export class VirtualBackend implements CameraBackend {
   readonly kind = "virtual" as const;
-  private watcher?: FSWatcher;
+  private unwatch?: () => void;
 
   constructor(private readonly o: VirtualOptions) {}
 
@@ -75,19 +76,8 @@ export class VirtualBackend implements CameraBackend {
 
   watch(onChange: () => void): () => void {
     if (!this.o.plugDir) return () => {};
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      this.watcher = fsWatch(this.o.plugDir, () => {
-        clearTimeout(timer);
-        timer = setTimeout(onChange, 50);
-      });
-    } catch (e) {
-      this.o.log.warn({ dir: this.o.plugDir, err: e }, "cannot watch the virtual plug directory");
-    }
-    return () => {
-      clearTimeout(timer);
-      this.watcher?.close();
-    };
+    this.unwatch = watchDirectory(this.o.plugDir, 50, onChange, this.o.log);
+    return this.unwatch;
   }
 
   formats(): Partial<Record<FormatName, FrameSize[]>> {
@@ -102,7 +92,7 @@ export class VirtualBackend implements CameraBackend {
   }
 
   close(): void {
-    this.watcher?.close();
+    this.unwatch?.();
   }
 }
 
