@@ -55,6 +55,7 @@ describe("lists", () => {
     await mi.idle();
     expect(((await mi.call("getImageList")).imageList as Json).count).toBe(500);
     expect(((await mi.call("getImageList", { count: 600 })).imageList as Json).count).toBe(511);
+    expect(((await mi.call("getImageList", { count: 10 ** 9 })).imageList as Json).count).toBe(511);
     rmSync(dir, { recursive: true });
     await mi.call("requestMediaScan", { path: mi.media });
     await mi.idle();

@@ -6,7 +6,7 @@ import { base, type Api } from "../../core/service";
 const Response = z.looseObject(base);
 const subscribe = z.boolean().optional().describe("true: keep the call open for updates");
 const deviceUri = z.string().describe("device URI (storage:///path, msc://<filesystem uuid>, upnp://<udn uuid>, mtp://<vid>:<pid>@<bus>.<dev>)");
-const count = z.number().int().positive().optional().describe("entries per message (default 500)");
+const count = z.number().int().positive().optional().describe("entries per message (default 500; more than 5000 is taken as 5000)");
 
 export const Device = z.looseObject({
   uri: z.string(),

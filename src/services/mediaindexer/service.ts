@@ -39,6 +39,8 @@ const LISTS: Record<string, { kind: Kind; key: string }> = {
 };
 const METADATA: Record<string, Kind> = { getAudioMetadata: "audio", getVideoMetadata: "video", getImageMetadata: "image" };
 const DEFAULT_COUNT = 500;
+/** Entries per message at most, whatever count asks: one message's query, size and encoding stay bounded (docs/decisions/mediaindexer.md). */
+export const MAX_COUNT = 5000;
 const NO_ERROR = { errorCode: 0, errorText: E.none.text };
 
 /** Indexers of this process, newest last: badRequest (per module) answers getPluginList from the one being served. */
@@ -194,7 +196,7 @@ export default defineService({
 
     const listHandler = (method: string) => (req: { uri?: string; count?: number; subscribe?: boolean }, call: { subscription?: Subscription }): any => {
       const { kind, key } = LISTS[method]!;
-      const count = req.count ?? DEFAULT_COUNT;
+      const count = Math.min(req.count ?? DEFAULT_COUNT, MAX_COUNT);
       const rows = store.list(KIND_CODE[kind], 0, count, req.uri);
       const sub = call.subscription;
       if (sub) {
