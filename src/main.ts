@@ -305,6 +305,11 @@ async function demo(argv: string[]) {
       `call com.vendor.service.peripheralmanager/i2c/list '{"verbose":true}'`,
       `call com.vendor.service.peripheralmanager/uart/list '{}'`,
     ],
+    videooutput: [
+      `call -i com.vendor.service.videooutput/getStatus '{"subscribe":true}'`,
+      `call com.vendor.service.videooutput/connect '{"source":"VDEC","sink":"MAIN"}'`,
+      `call com.vendor.service.videooutput/display/setDisplayWindow '{"sink":"MAIN","fullScreen":false,"displayOutput":{"x":100,"y":100,"width":640,"height":360}}'`,
+    ],
   };
   const lines = [
     `devservices demo: board '${board.name}', ${rt.services.length} services on a private bus.`,

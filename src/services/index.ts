@@ -8,6 +8,7 @@ import nettools from "./nettools/service";
 import camera from "./camera/service";
 import peripheralmanager from "./peripheralmanager/service";
 import mediaindexer from "./mediaindexer/service";
+import videooutput from "./videooutput/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
   testautomation,
@@ -18,6 +19,7 @@ export const SERVICES: Record<string, ServiceModule<any>> = {
   camera,
   mediaindexer,
   peripheralmanager,
+  videooutput,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */

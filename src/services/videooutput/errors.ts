@@ -1,0 +1,27 @@
+// Video output errors. The spec lists the codes connect may return (-1, 20, 52, 53,
+// 54, 65, 67) without their meanings and says other failures carry errorCode and
+// errorMessage; the table below is the original service's code set, with texts
+// written here (docs/decisions/videooutput.md). Every failure is
+// { returnValue: false, errorCode, errorMessage }.
+import type { ErrorRow } from "../../core/errors";
+
+export const E = {
+  /** An unexpected failure inside the service. */
+  unknown: { code: 1, text: "Unknown error" },
+  /** Not JSON, not an object, a missing required field or a field of the wrong type. */
+  schema: { code: 3, text: "Could not validate json message against schema" },
+  /** Values outside the spec's limits, an unknown sink, a window or crop that does not fit, zOrder not unique. */
+  invalidParams: { code: 4, text: "Invalid parameters" },
+  /** The request does not fit the sink's or the context's state (already connected, a context not registered or registered twice, a sink connected under another context). */
+  invalidStatus: { code: 5, text: "Invalid status" },
+  /** A getParam command other than NumConnector and DRMResources. */
+  notImplemented: { code: 10, text: "Not implemented" },
+  /** The display driver refused (DRM ioctl failed: scaling or position the plane cannot do, no DRM master, no buffer). */
+  hal: { code: 20, text: "HAL error" },
+  /** setDisplayWindow, setVideoData or disconnect on a sink that is not connected. */
+  notConnected: { code: 100, text: "Video not connected" },
+  /** The output rectangle is smaller than the sink's plane can scale down to (maxDownscaleSize). */
+  downscaleLimit: { code: 102, text: "Downscale limit exceeded" },
+  /** The output rectangle is larger than the sink's plane can scale up to (maxUpscaleSize). */
+  upscaleLimit: { code: 103, text: "Upscale limit exceeded" },
+} as const satisfies Record<string, ErrorRow>;

@@ -1,0 +1,160 @@
+// Video output API (spec part 1, com.vendor.service.videooutput, levels 11, 13, 23;
+// retired since 23). Field names are the spec's; limits (opacity 0..255, zOrder 0..3,
+// VideoSize 0..3840 x 0..2160) are in the schemas and answered with code 4 (invalid
+// parameters) rather than 3 (schema) by the service's badRequest.
+import { z } from "zod";
+import { method, type Api } from "../../core/service";
+import { group } from "../../core/access";
+
+/** Root or members of this group may call every method (configurable: accessGroup). */
+export const DEFAULT_GROUP = "devservices-media";
+
+/** Every method is for the media framework only (spec, Authentication). */
+const ACCESS = group(DEFAULT_GROUP);
+
+export const LIMITS = { opacity: [0, 255], zOrder: [0, 3], width: [0, 3840], height: [0, 2160] } as const;
+
+const int32 = z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1);
+const int8 = z.number().int().min(-128).max(127);
+
+export const VideoRect = z.object({
+  x: int32.describe("offset from the left edge"),
+  y: int32.describe("offset from the top edge"),
+  width: int32.min(0),
+  height: int32.min(0),
+});
+export type Rect = z.infer<typeof VideoRect>;
+
+export const VideoSize = z.object({
+  width: z.number().int().min(LIMITS.width[0]).max(LIMITS.width[1]),
+  height: z.number().int().min(LIMITS.height[0]).max(LIMITS.height[1]),
+});
+export type Size = z.infer<typeof VideoSize>;
+
+export const ComposeOrder = z.looseObject({
+  sink: z.string().min(1).describe("sink ID (MAIN, SUB0, ...)"),
+  opacity: z.number().int().min(LIMITS.opacity[0]).max(LIMITS.opacity[1]).describe("0 (transparent) to 255 (opaque)"),
+  zOrder: z.number().int().min(LIMITS.zOrder[0]).max(LIMITS.zOrder[1]).describe("0 to 3, below the number of sinks; unique per sink"),
+  context: z.string().min(1).describe("a registered context"),
+});
+
+export const Planes = z.object({ sinkId: z.string(), maxDownscaleSize: VideoSize, maxUpscaleSize: VideoSize });
+
+export const Video = z.object({
+  connected: z.boolean(),
+  connectedSource: z.string().nullable(),
+  connectedSourcePort: int8,
+  contentType: z.string().optional(),
+  context: z.string().optional(),
+  displayOutput: VideoRect,
+  frameRate: z.number(),
+  fullScreen: z.boolean(),
+  height: z.number().int(),
+  width: z.number().int(),
+  muted: z.boolean(),
+  opacity: z.number().int(),
+  scanType: z.string(),
+  sink: z.string(),
+  sourceInput: VideoRect,
+  zOrder: z.number().int(),
+});
+export type VideoT = z.infer<typeof Video>;
+
+const base = { returnValue: z.boolean(), errorCode: z.number().int().optional(), errorMessage: z.string().optional() };
+const Response = z.looseObject(base);
+const sink = z.string().min(1).describe("sink ID (MAIN, SUB0, ...)");
+
+export const api = {
+  connect: method({
+    summary: "Connects source (e.g. VDEC) to sink: the sink's plane shows a framebuffer of the video's size; answers the plane's id.",
+    request: z.looseObject({
+      source: z.string().min(1),
+      sourcePort: int8.optional(),
+      sink,
+      context: z.string().min(1).optional().describe("a registered context (pipeline ID); connecting it disconnects the previously connected context"),
+      appId: z.string().optional(),
+    }),
+    response: Response.extend({ planeID: int32.optional().describe("the sink's plane id (declared int8_t; DRM plane ids can be larger)") }),
+    access: ACCESS,
+    level: 11,
+  }),
+  disconnect: method({
+    summary: "Disconnects sink: its plane is turned off and its framebuffer freed.",
+    request: z.looseObject({ sink, context: z.string().min(1).optional() }),
+    response: Response,
+    access: ACCESS,
+    level: 11,
+  }),
+  "display/getOutputCapabilities": method({
+    summary: "The display's plane count and, per sink, the sizes its plane can scale down and up to.",
+    request: z.looseObject({}),
+    response: Response.extend({ numPlanes: int8.optional().describe("every plane of the display"), planes: z.array(Planes).optional() }),
+    access: ACCESS,
+    level: 11,
+  }),
+  "display/getParam": method({
+    summary: "NumConnector: the number of connected displays; DRMResources with sink: the sink's plane, CRTC and connector ids.",
+    request: z.looseObject({ command: z.string().min(1).describe("NumConnector or DRMResources"), sink: sink.optional() }),
+    response: Response.extend({
+      sink: z.string().optional(), planeId: int32.optional(), crtcId: int32.optional(), connId: int32.optional(), numConnector: int32.optional(),
+    }),
+    access: ACCESS,
+    level: 13,
+  }),
+  "display/setCompositing": method({
+    summary: "Sets opacity and zOrder of one or more sinks at once (plane alpha and zpos where the planes have them); zOrder stays unique per sink.",
+    request: z.looseObject({ composeOrder: z.union([z.array(ComposeOrder).min(1), ComposeOrder]) }),
+    response: Response,
+    access: ACCESS,
+    level: 11,
+  }),
+  "display/setDisplayWindow": method({
+    summary: "Sets the source crop (sourceInput, whole frame when absent) and the output rectangle (displayOutput, or the whole display with fullScreen) of a connected sink's plane.",
+    request: z.looseObject({
+      sink,
+      fullScreen: z.boolean(),
+      sourceInput: VideoRect.optional(),
+      displayOutput: VideoRect.optional().describe("required when fullScreen is false"),
+    }),
+    response: Response,
+    access: ACCESS,
+    level: 11,
+  }),
+  getStatus: method({
+    summary: "One Video entry per sink; with subscribe true the whole list is pushed on every change.",
+    request: z.looseObject({ subscribe: z.boolean().optional() }),
+    response: Response.extend({ subscribed: z.boolean().optional(), video: z.array(Video).optional(), videoInfo: z.null().optional() }),
+    subscribable: true,
+    access: ACCESS,
+    level: 11,
+  }),
+  register: method({
+    summary: "Registers a context (pipeline ID) for the caller; unregistered when the caller leaves the bus.",
+    request: z.looseObject({ context: z.string().min(1) }),
+    response: Response,
+    access: ACCESS,
+    level: 11,
+  }),
+  setVideoData: method({
+    summary: "The connected video's frame size, rate, content and scan type; the sink's framebuffer takes the frame size.",
+    request: z.looseObject({
+      contentType: z.string().optional(),
+      context: z.string().min(1).optional(),
+      frameRate: z.number().min(0),
+      width: z.number().int().min(LIMITS.width[0]).max(LIMITS.width[1]).describe("uint32, at most 3840"),
+      height: z.number().int().min(LIMITS.height[0]).max(LIMITS.height[1]).describe("uint32, at most 2160"),
+      scanType: z.string().optional(),
+      sink,
+    }),
+    response: Response,
+    access: ACCESS,
+    level: 11,
+  }),
+  unregister: method({
+    summary: "Unregisters a context; its connected sinks are disconnected.",
+    request: z.looseObject({ context: z.string().min(1) }),
+    response: Response,
+    access: ACCESS,
+    level: 11,
+  }),
+} satisfies Api;

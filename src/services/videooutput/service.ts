@@ -1,0 +1,364 @@
+// Video output service (spec part 1, com.vendor.service.videooutput, retired since
+// API level 23): sinks (MAIN, SUB0, ...) mapped to display planes by the board
+// recipe; connect gives a sink's plane a framebuffer, setDisplayWindow sets its
+// source crop and output rectangle, setCompositing its alpha and zpos, and getStatus
+// subscribers get the whole sink list on every change. For the media framework only
+// (root or the access group). The display is DRM/KMS on linux boards and a simulated
+// one with two planes on the virtual board. Decisions: docs/decisions/videooutput.md.
+import { ServiceError, type ErrorRow, type Json } from "../../core/errors";
+import { group } from "../../core/access";
+import { defineService } from "../../core/service";
+import type { Lease } from "../../core/leases";
+import { api, LIMITS, type Rect, type Size, type VideoT } from "./schemas";
+import { E } from "./errors";
+import { loadVideoOutputOptions, type SinkConfigT } from "./config";
+import { HalError, type VideoBackend, type Window } from "./backend/types";
+import { VirtualDisplay } from "./backend/virtual";
+import { DrmDisplay } from "./backend/linux";
+
+const STATUS = "status";
+
+/** A failure response: errorCode and errorMessage (the spec's fields for this service). */
+const answer = (row: ErrorRow, message = row.text): Json => ({ errorCode: row.code, errorMessage: message });
+const refuse = (row: ErrorRow, message?: string): never => {
+  throw new ServiceError(answer(row, message));
+};
+
+interface Sink {
+  cfg: SinkConfigT;
+  connected: boolean;
+  source: string | null;
+  sourcePort: number;
+  context?: string;
+  planeId?: number;
+  frame: Size;
+  frameRate: number;
+  contentType: string;
+  scanType: string;
+  fullScreen: boolean;
+  /** The source crop; null: the whole frame. */
+  src: Rect | null;
+  dst: Rect;
+  opacity: number;
+  zOrder: number;
+}
+
+const zero = (): Rect => ({ x: 0, y: 0, width: 0, height: 0 });
+
+export default defineService({
+  spec: {
+    name: "videooutput",
+    busName: "com.vendor.service.videooutput",
+    description:
+      "Video output (retired since API level 23): connects a video source to a sink (a display plane), sets its source crop, output window and compositing, and reports every sink's status. For the media framework only.",
+    api,
+    badRequest: (_method, p) =>
+      // A value outside the spec's limits is an invalid parameter; anything else the schema refuses is a schema error.
+      p.kind === "schema" && /Too (big|small)/.test(p.message) ? answer(E.invalidParams, `${E.invalidParams.text}: ${p.message}`) : answer(E.schema),
+    internalError: () => answer(E.unknown),
+    denied: (method) => answer(E.unknown, `Permission denied: ${method} is for the media framework (root and the service's access group)`),
+  },
+
+  create(ctx) {
+    const loaded = loadVideoOutputOptions(ctx.config);
+    for (const problem of loaded.problems) ctx.log.warn({ file: loaded.file, problem }, "videooutput configuration: line ignored");
+    const o = loaded.config;
+    const backend: VideoBackend = ctx.board.backend === "linux"
+      ? new DrmDisplay({ card: o.card, connector: o.connector, commit: o.commit }, ctx.log)
+      : new VirtualDisplay(o.display, Math.max(2, ...o.sinks.map((s) => s.plane + 1)));
+    const planeCount = backend.planeIds().length;
+    const sinks = new Map<string, Sink>();
+    for (const [i, cfg] of o.sinks.entries()) {
+      if (cfg.plane >= planeCount) {
+        ctx.log.warn({ sink: cfg.sink, plane: cfg.plane, planes: planeCount }, "sink left out: the display has no such plane");
+        continue;
+      }
+      sinks.set(cfg.sink, {
+        cfg, connected: false, source: null, sourcePort: 0, frame: { width: 0, height: 0 }, frameRate: 0, contentType: "unknown",
+        scanType: "unknown", fullScreen: false, src: null, dst: zero(), opacity: 255, zOrder: i,
+      });
+    }
+    /** Registered contexts and their leases (released when the registering caller leaves the bus). */
+    const contexts = new Map<string, Lease>();
+    ctx.log.info({ backend: backend.kind, commit: backend.commit, planes: planeCount, sinks: [...sinks.keys()] }, "video output ready");
+
+    const entry = (s: Sink): VideoT => {
+      const v: VideoT = {
+        connected: s.connected,
+        connectedSource: s.source,
+        connectedSourcePort: s.sourcePort,
+        contentType: s.contentType,
+        displayOutput: { ...s.dst },
+        frameRate: s.frameRate,
+        fullScreen: s.fullScreen,
+        height: s.frame.height,
+        width: s.frame.width,
+        muted: false,
+        opacity: s.opacity,
+        scanType: s.scanType,
+        sink: s.cfg.sink,
+        sourceInput: s.src ? { ...s.src } : { x: 0, y: 0, ...s.frame },
+        zOrder: s.zOrder,
+      };
+      if (s.context !== undefined) v.context = s.context;
+      return v;
+    };
+    const list = () => [...sinks.values()].map(entry);
+    let last = JSON.stringify(list());
+    const changed = () => {
+      const video = list();
+      const now = JSON.stringify(video);
+      if (now === last) return;
+      last = now;
+      ctx.topics.publish(STATUS, { returnValue: true, video, videoInfo: null });
+    };
+
+    const sinkOf = (name: string | undefined): Sink => {
+      const s = name === undefined ? undefined : sinks.get(name);
+      if (!s) refuse(E.invalidParams, name === undefined ? "sink is required" : `Invalid parameters: no sink ${name} (sinks: ${[...sinks.keys()].join(", ")})`);
+      return s!;
+    };
+    const connectedSink = (name: string, context?: string): Sink => {
+      const s = sinkOf(name);
+      if (!s.connected) refuse(E.notConnected, `Video not connected: ${name}`);
+      if (context !== undefined && s.context !== context) refuse(E.invalidStatus, `Invalid status: ${name} is not connected under context ${context}`);
+      return s;
+    };
+    const registered = (context: string) => {
+      if (!contexts.has(context)) refuse(E.invalidStatus, `Invalid status: context ${context} is not registered`);
+    };
+    const halFailure = (what: string, e: unknown): never => {
+      if (e instanceof ServiceError) throw e;
+      if (!(e instanceof HalError)) throw e;
+      ctx.log.warn({ err: e.message, errno: e.errno }, `${what}: the display refused`);
+      return refuse(E.hal, `HAL error: ${e.message}`);
+    };
+    const display = () => backend.display();
+    const full = (): Rect => ({ x: 0, y: 0, width: display().width, height: display().height });
+    const windowOf = (s: Sink, frame = s.frame, src = s.src, dst = s.dst): Window => ({ src: src ?? { x: 0, y: 0, ...frame }, dst });
+
+    /** The spec's scaling limits of the sink's plane (VideoSize of getOutputCapabilities). */
+    const checkScaling = (s: Sink, w: Window) => {
+      const { maxDownscaleSize: down, maxUpscaleSize: up } = s.cfg;
+      const shrinks = w.dst.width < w.src.width || w.dst.height < w.src.height;
+      const grows = w.dst.width > w.src.width || w.dst.height > w.src.height;
+      if (shrinks && (w.dst.width < down.width || w.dst.height < down.height)) {
+        refuse(E.downscaleLimit, `Downscale limit exceeded: ${s.cfg.sink} scales down to at least ${down.width}x${down.height}`);
+      }
+      if (grows && (w.dst.width > up.width || w.dst.height > up.height)) {
+        refuse(E.upscaleLimit, `Upscale limit exceeded: ${s.cfg.sink} scales up to at most ${up.width}x${up.height}`);
+      }
+    };
+    const checkRect = (what: string, r: Rect, bounds: Size) => {
+      if (r.width < 1 || r.height < 1 || r.width > LIMITS.width[1] || r.height > LIMITS.height[1]) {
+        refuse(E.invalidParams, `Invalid parameters: ${what} must be 1x1 to ${LIMITS.width[1]}x${LIMITS.height[1]}`);
+      }
+      if (what === "sourceInput" && (r.x < 0 || r.y < 0 || r.x + r.width > bounds.width || r.y + r.height > bounds.height)) {
+        refuse(E.invalidParams, `Invalid parameters: sourceInput must lie within the ${bounds.width}x${bounds.height} frame`);
+      }
+      if (what === "displayOutput" && (r.x >= bounds.width || r.y >= bounds.height || r.x + r.width <= 0 || r.y + r.height <= 0)) {
+        refuse(E.invalidParams, `Invalid parameters: displayOutput must overlap the ${bounds.width}x${bounds.height} display`);
+      }
+    };
+
+    /** Turns a sink's plane off and forgets its connection (on disconnect, unregister, a new context, the context's owner leaving). */
+    const release = (s: Sink, why: string) => {
+      if (!s.connected) return;
+      try {
+        backend.detach(s.cfg.plane);
+      } catch (e) {
+        ctx.log.warn({ err: (e as Error).message, sink: s.cfg.sink }, "turning the plane off failed");
+        if (why === "disconnect") throw e;
+      }
+      Object.assign(s, {
+        connected: false, source: null, sourcePort: 0, context: undefined, planeId: undefined,
+        frame: { width: 0, height: 0 }, frameRate: 0, contentType: "unknown", scanType: "unknown", fullScreen: false, src: null, dst: zero(),
+      });
+      ctx.log.info({ sink: s.cfg.sink, why }, "sink disconnected");
+    };
+
+    const dropContext = (context: string, why: string) => {
+      for (const s of sinks.values()) if (s.connected && s.context === context) release(s, why);
+    };
+
+    return {
+      // "*" (the virtual board) lets any caller in.
+      access: Object.fromEntries(Object.keys(api).map((m) => [m, o.accessGroup === "*" ? "any" : group(o.accessGroup)])),
+
+      handlers: {
+        connect(req, call) {
+          const s = sinkOf(req.sink);
+          if (req.context !== undefined) registered(req.context);
+          if (s.connected && (req.context === undefined || s.context === undefined || s.context === req.context)) {
+            refuse(E.invalidStatus, `Invalid status: ${req.sink} is already connected${s.context ? ` (context ${s.context})` : ""}`);
+          }
+          // Signage: one context connected at a time; connecting B disconnects A.
+          if (req.context !== undefined) {
+            for (const other of sinks.values()) {
+              if (other.connected && other.context !== undefined && other.context !== req.context) release(other, `context ${req.context} connected`);
+            }
+          }
+          const frame = { width: display().width, height: display().height };
+          const dst = full();
+          let planeId: number;
+          try {
+            planeId = backend.attach(s.cfg.plane, frame, windowOf(s, frame, null, dst), { opacity: s.opacity, zOrder: s.zOrder });
+          } catch (e) {
+            changed();
+            return halFailure(`connect ${req.sink}`, e);
+          }
+          Object.assign(s, {
+            connected: true, source: req.source, sourcePort: req.sourcePort ?? 0, context: req.context, planeId,
+            frame, frameRate: 0, contentType: "unknown", scanType: "unknown", fullScreen: true, src: null, dst,
+          });
+          ctx.log.info({ sink: s.cfg.sink, source: req.source, context: req.context, planeId, caller: call.caller.name }, "sink connected");
+          changed();
+          return { returnValue: true, planeID: planeId };
+        },
+
+        disconnect(req) {
+          const s = connectedSink(req.sink, req.context);
+          try {
+            release(s, "disconnect");
+          } catch (e) {
+            return halFailure(`disconnect ${req.sink}`, e);
+          }
+          changed();
+          return { returnValue: true };
+        },
+
+        "display/getOutputCapabilities"() {
+          return {
+            returnValue: true,
+            numPlanes: planeCount,
+            planes: [...sinks.values()].map((s) => ({ sinkId: s.cfg.sink, maxDownscaleSize: { ...s.cfg.maxDownscaleSize }, maxUpscaleSize: { ...s.cfg.maxUpscaleSize } })),
+          };
+        },
+
+        "display/getParam"(req) {
+          if (req.command === "NumConnector") return { returnValue: true, numConnector: backend.connectedCount() };
+          if (req.command !== "DRMResources") refuse(E.notImplemented, `Not implemented: command ${req.command} (NumConnector, DRMResources)`);
+          const s = sinkOf(req.sink);
+          const d = display();
+          return { returnValue: true, sink: s.cfg.sink, planeId: backend.planeIds()[s.cfg.plane]!, crtcId: d.crtcId, connId: d.connectorId };
+        },
+
+        "display/setCompositing"(req) {
+          const orders = Array.isArray(req.composeOrder) ? req.composeOrder : [req.composeOrder];
+          const next = new Map([...sinks.values()].map((s) => [s.cfg.sink, { opacity: s.opacity, zOrder: s.zOrder }]));
+          const seen = new Set<string>();
+          for (const c of orders) {
+            const s = sinkOf(c.sink);
+            if (seen.has(c.sink)) refuse(E.invalidParams, `Invalid parameters: sink ${c.sink} given twice`);
+            seen.add(c.sink);
+            registered(c.context);
+            if (c.zOrder > sinks.size - 1) refuse(E.invalidParams, `Invalid parameters: zOrder is 0 to ${sinks.size - 1} with ${sinks.size} sinks`);
+            next.set(s.cfg.sink, { opacity: c.opacity, zOrder: c.zOrder });
+          }
+          const z = [...next.values()].map((v) => v.zOrder);
+          if (new Set(z).size !== z.length) {
+            refuse(E.invalidParams, `Invalid parameters: zOrder must be unique per sink (${[...next].map(([k, v]) => `${k}=${v.zOrder}`).join(", ")})`);
+          }
+          const changes = [...seen].map((name) => ({ planeIndex: sinks.get(name)!.cfg.plane, ...next.get(name)! }));
+          let applied;
+          try {
+            applied = backend.setCompositing(changes);
+          } catch (e) {
+            return halFailure("setCompositing", e);
+          }
+          if (!applied.alpha || !applied.zpos) ctx.log.debug({ applied }, "planes without alpha or zpos: kept in the status only");
+          for (const name of seen) Object.assign(sinks.get(name)!, next.get(name)!);
+          changed();
+          return { returnValue: true };
+        },
+
+        "display/setDisplayWindow"(req) {
+          const s = connectedSink(req.sink);
+          const src = req.sourceInput ?? null;
+          if (src) checkRect("sourceInput", src, s.frame);
+          let dst: Rect;
+          if (req.fullScreen) dst = full();
+          else {
+            if (!req.displayOutput) refuse(E.invalidParams, "Invalid parameters: displayOutput is required when fullScreen is false");
+            dst = req.displayOutput!;
+            checkRect("displayOutput", dst, display());
+          }
+          const w = windowOf(s, s.frame, src, dst);
+          checkScaling(s, w);
+          try {
+            backend.setWindow(s.cfg.plane, w);
+          } catch (e) {
+            return halFailure(`setDisplayWindow ${req.sink}`, e);
+          }
+          Object.assign(s, { src, dst: { ...dst }, fullScreen: req.fullScreen });
+          changed();
+          return { returnValue: true };
+        },
+
+        getStatus(_req, call) {
+          const video = list();
+          if (call.subscription) {
+            ctx.topics.add(STATUS, call.subscription);
+            return { returnValue: true, subscribed: true, video, videoInfo: null };
+          }
+          return { returnValue: true, video, videoInfo: null };
+        },
+
+        register(req, call) {
+          if (contexts.has(req.context)) refuse(E.invalidStatus, `Invalid status: context ${req.context} is already registered`);
+          const lease = ctx.leases.take(call.caller.name, `context/${req.context}`, {
+            release: (why) => {
+              if (contexts.get(req.context) !== lease) return;
+              contexts.delete(req.context);
+              dropContext(req.context, `context ${req.context} unregistered (${why})`);
+              changed();
+            },
+          });
+          contexts.set(req.context, lease);
+          ctx.log.info({ context: req.context, caller: call.caller.name }, "context registered");
+          return { returnValue: true };
+        },
+
+        setVideoData(req) {
+          const s = connectedSink(req.sink, req.context);
+          if (req.width < 1 || req.height < 1) refuse(E.invalidParams, "Invalid parameters: width and height must be at least 1");
+          const frame = { width: req.width, height: req.height };
+          // A crop that no longer fits the frame goes back to the whole frame.
+          const src = s.src && s.src.x + s.src.width <= frame.width && s.src.y + s.src.height <= frame.height ? s.src : null;
+          const w = windowOf(s, frame, src, s.dst);
+          checkScaling(s, w);
+          if (frame.width !== s.frame.width || frame.height !== s.frame.height || src !== s.src) {
+            try {
+              backend.resize(s.cfg.plane, frame, w);
+            } catch (e) {
+              return halFailure(`setVideoData ${req.sink}`, e);
+            }
+          }
+          Object.assign(s, {
+            frame, src, frameRate: req.frameRate, contentType: req.contentType ?? s.contentType, scanType: req.scanType ?? s.scanType,
+          });
+          changed();
+          return { returnValue: true };
+        },
+
+        unregister(req) {
+          const lease = contexts.get(req.context);
+          if (!lease) refuse(E.invalidStatus, `Invalid status: context ${req.context} is not registered`);
+          lease!.release();
+          ctx.log.info({ context: req.context }, "context unregistered");
+          return { returnValue: true };
+        },
+      },
+
+      stop() {
+        for (const s of sinks.values()) {
+          try {
+            release(s, "service stopped");
+          } catch {}
+        }
+        ctx.topics.end(STATUS);
+        backend.close();
+      },
+    };
+  },
+});
