@@ -1,0 +1,72 @@
+// Only the media framework may call the service: root and the access group (from the
+// recipe, or the Key=Value file videooutput.conf, whose value wins). Callers of other
+// uids are the shipped binary's `call` run through setpriv.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, copyFileSync, linkSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { spawn } from "bun";
+import { BINARY, binaryBuilt } from "../helpers/harness";
+import { OK, voEnv, type VoEnv } from "./env";
+
+const GROUP = "devservices-votest";
+const skip = process.getuid?.() !== 0 ? "needs root (setpriv)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
+if (skip) console.warn(`videooutput access tests skipped: ${skip}`);
+
+describe.skipIf(skip !== null)("access: root and the media framework's group", () => {
+  let v: VoEnv;
+  let dir: string;
+  let app: string;
+  let gid: number;
+  beforeAll(async () => {
+    gid = Number(Bun.spawnSync(["sh", "-c", `getent group ${GROUP} || (groupadd -r ${GROUP} && getent group ${GROUP})`]).stdout.toString().trim().split(":")[2]);
+    dir = mkdtempSync(join(tmpdir(), "videooutput-access-"));
+    // The file names the group; the recipe's value (a group nobody is in) loses.
+    writeFileSync(join(dir, "videooutput.conf"), `# media framework\naccessGroup=${GROUP}\n`);
+    v = await voEnv({ configFile: join(dir, "videooutput.conf"), accessGroup: "devservices-media" });
+    // Other uids reach the bus's socket and the binary.
+    chmodSync(dir, 0o755);
+    const socket = v.env.bus.address.match(/path=([^,]+)/)![1]!;
+    chmodSync(dirname(socket), 0o755);
+    chmodSync(socket, 0o777);
+    app = join(dir, "devservices");
+    try {
+      linkSync(BINARY, app);
+    } catch {
+      copyFileSync(BINARY, app);
+    }
+  }, 30000);
+  afterAll(async () => {
+    await v?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function callAs(uid: number, groups: number[], method: string, payload: object) {
+    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
+      app, "call", "--bus", v.env.bus.address, `com.vendor.service.videooutput/${method}`, JSON.stringify(payload)], {
+      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
+    });
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    if (code !== 0) throw new Error(`call as ${uid} failed (${code}): ${err}`);
+    return JSON.parse(out);
+  }
+
+  test("another uid is refused every method, reading ones included; nothing changes", async () => {
+    const refused = (m: string) => ({
+      returnValue: false, errorCode: 1, errorMessage: `Permission denied: ${m} is for the media framework (root and the service's access group)`,
+    });
+    for (const [m, p] of [
+      ["getStatus", {}], ["display/getOutputCapabilities", {}], ["connect", { source: "VDEC", sink: "MAIN" }], ["register", { context: "X" }],
+    ] as const) {
+      expect(await callAs(65534, [], m, p)).toEqual(refused(m));
+    }
+    expect((await v.status()).MAIN!.connected).toBe(false);
+  }, 30000);
+
+  test("a member of the configured group and root are let in", async () => {
+    expect(await callAs(65534, [gid], "connect", { source: "VDEC", sink: "MAIN" })).toEqual({ returnValue: true, planeID: 31 });
+    expect((await callAs(65534, [gid], "getStatus", {})).video[0]).toMatchObject({ sink: "MAIN", connected: true });
+    expect(await callAs(0, [], "disconnect", { sink: "MAIN" })).toEqual(OK);
+    expect((await v.status()).MAIN!.connected).toBe(false);
+  }, 30000);
+});
