@@ -23,6 +23,8 @@ interface PlaneState {
   props: Map<string, { id: number; value: bigint; prop: drm.Property }>;
   possibleCrtcs: number;
   fb: kms.DumbFramebuffer | null;
+  /** What the plane showed before the service gave it a framebuffer (given back on detach). */
+  before: { fbId: number; crtcId: number; width: number; height: number } | null;
 }
 
 /** Opens a card by /dev/dri path or by its driver's name (DRM_IOCTL_VERSION). */
@@ -71,6 +73,7 @@ export class DrmDisplay implements VideoBackend {
       this.crtcIndex = drm.getResources(this.fd).crtcs.indexOf(output.crtcId);
       this.planes = drm.getPlaneResources(this.fd).sort((a, b) => a - b).map((planeId) => ({
         planeId, props: drm.planeProperties(this.fd, planeId), possibleCrtcs: drm.getPlane(this.fd, planeId).possibleCrtcs, fb: null,
+        before: null,
       }));
       log.info({ card: o.card, driver: drm.version(this.fd).name, commit: this.commit, planes: this.planeIds(), crtc: output.crtcId,
         connector: output.connectorId }, "video output display opened");
@@ -126,8 +129,8 @@ export class DrmDisplay implements VideoBackend {
   }
 
   /** Shows fbId (0: none) on the plane in window, by atomic commit or SETPLANE. */
-  private show(p: PlaneState, fbId: number, w: Window | null): void {
-    const crtcId = fbId ? this.output.crtcId : 0;
+  private show(p: PlaneState, fbId: number, w: Window | null, crtc = this.output.crtcId): void {
+    const crtcId = fbId ? crtc : 0;
     const r = w ?? { src: { x: 0, y: 0, width: 0, height: 0 }, dst: { x: 0, y: 0, width: 0, height: 0 } };
     const s: drm.PlaneSetting = {
       crtcId, fbId, crtcX: r.dst.x, crtcY: r.dst.y, crtcW: r.dst.width, crtcH: r.dst.height,
@@ -155,6 +158,7 @@ export class DrmDisplay implements VideoBackend {
       throw new HalError(`plane ${p.planeId} cannot be shown on CRTC ${this.output.crtcId}`);
     }
     let fb: kms.DumbFramebuffer | null = null;
+    if (!p.fb) p.before = this.current(p);
     try {
       this.ensureActive();
       fb = this.newFramebuffer(i, frame);
@@ -226,22 +230,59 @@ export class DrmDisplay implements VideoBackend {
     return { alpha, zpos };
   }
 
+  /** The framebuffer a plane shows now (fbcon's, another client's), with its size; null: none. */
+  private current(p: PlaneState): PlaneState["before"] {
+    const g = drm.getPlane(this.fd, p.planeId);
+    if (!g.fbId) return null;
+    try {
+      const f = kms.getFramebuffer(this.fd, g.fbId);
+      return { fbId: g.fbId, crtcId: g.crtcId, width: f.width, height: f.height };
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Gives the plane back: to what it showed before (fbcon's framebuffer on a primary
+   * plane), else off; a primary plane that a driver will not turn off while its CRTC
+   * is on (simple display pipes such as bochs) shows the black background.
+   */
+  private giveBack(p: PlaneState): void {
+    const whole = (w: number, h: number): Window => ({ src: { x: 0, y: 0, width: w, height: h }, dst: { x: 0, y: 0, width: w, height: h } });
+    const tries: (() => void)[] = [];
+    const b = p.before;
+    if (b) tries.push(() => this.show(p, b.fbId, whole(b.width, b.height), b.crtcId));
+    tries.push(() => this.show(p, 0, null));
+    const bg = this.background;
+    if (bg) tries.push(() => this.show(p, bg.fbId, whole(bg.width, bg.height)));
+    let last: unknown;
+    for (const t of tries) {
+      try {
+        return t();
+      } catch (e) {
+        last = e;
+      }
+    }
+    throw last;
+  }
+
   detach(i: number): void {
     const p = this.plane(i);
     try {
-      this.show(p, 0, null);
+      this.giveBack(p);
     } catch (e) {
       throw hal(`turning plane ${p.planeId} off`, e);
     }
     if (p.fb) kms.destroyDumbFramebuffer(this.fd, p.fb);
     p.fb = null;
+    p.before = null;
   }
 
   close(): void {
     for (const p of this.planes) {
       if (!p.fb) continue;
       try {
-        this.show(p, 0, null);
+        this.giveBack(p);
       } catch {}
       kms.destroyDumbFramebuffer(this.fd, p.fb);
       p.fb = null;
