@@ -4,8 +4,8 @@
 // through its own (non-master) fd: GETPLANE for the framebuffer and CRTC, the
 // plane's CRTC_* and SRC_* properties for the window, GETFB for the frame size.
 // vkms (Linux 6.1) has a primary and a cursor plane, neither of them scaling and
-// only the cursor positionable, and no alpha or zpos property; bochs has one
-// primary plane. The service opens the card before this process does, so it is
+// only the cursor positionable, with alpha and zpos properties in the guest's build
+// (scripts/vboard); bochs has one primary plane without them. The service opens the card before this process does, so it is
 // DRM master.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
@@ -178,11 +178,17 @@ for (const commit of ["atomic", "legacy"] as const) {
       expect(p.src).toEqual(win.sourceInput);
     });
 
-    test("setCompositing: vkms planes have no alpha or zpos property; the status keeps the values", async () => {
-      for (const id of planes) expect(planeState(fd, id).props.filter((k) => k === "alpha" || k === "zpos")).toEqual([]);
+    test("setCompositing: opacity and zOrder become the planes' alpha and zpos properties, both planes in one change", async () => {
+      const prop = (id: number, name: string) => drm.planeProperties(fd, id).get(name)?.value;
+      // As connected: opaque, in the sinks' order.
+      expect([prop(planes[0]!, "alpha"), prop(planes[0]!, "zpos"), prop(planes[1]!, "alpha"), prop(planes[1]!, "zpos")]).toEqual([0xffffn, 0n, 0xffffn, 1n]);
       expect(await s.call("register", { context: "hw" })).toEqual(OK);
       expect(await s.call("display/setCompositing", { composeOrder: [{ sink: "MAIN", opacity: 255, zOrder: 1, context: "hw" }, { sink: "SUB0", opacity: 128, zOrder: 0, context: "hw" }] })).toEqual(OK);
+      expect([prop(planes[0]!, "alpha"), prop(planes[0]!, "zpos"), prop(planes[1]!, "alpha"), prop(planes[1]!, "zpos")]).toEqual([0xffffn, 1n, 0x8080n, 0n]);
       expect(((await s.call("getStatus")).video as Json[]).map((v) => [v.sink, v.opacity, v.zOrder])).toEqual([["MAIN", 255, 1], ["SUB0", 128, 0]]);
+      // A zOrder collision is refused before the planes change.
+      expect(await s.call("display/setCompositing", { composeOrder: { sink: "SUB0", opacity: 0, zOrder: 1, context: "hw" } })).toMatchObject({ returnValue: false, errorCode: 4 });
+      expect(prop(planes[1]!, "alpha")).toBe(0x8080n);
     });
 
     test("disconnect gives the planes back (off, or what they showed before); status subscribers got every change", async () => {
@@ -224,7 +230,11 @@ guest("video output on bochs-display", () => {
     if (fd !== undefined) drm.close(fd);
   });
 
-  test("one plane: capabilities say so and the sink without a plane is left out", async () => {
+  test("one plane without alpha or zpos: capabilities say so, the sink without a plane is left out, compositing is kept in the status", async () => {
+    expect(drm.planeProperties(fd, planes[0]!).has("alpha")).toBe(false);
+    expect(await s.call("register", { context: "hw" })).toEqual(OK);
+    expect(await s.call("display/setCompositing", { composeOrder: { sink: "MAIN", opacity: 10, zOrder: 0, context: "hw" } })).toEqual(OK);
+    expect(((await s.call("getStatus")).video as Json[])).toEqual([expect.objectContaining({ sink: "MAIN", opacity: 10, zOrder: 0 })]);
     expect(await s.call("display/getOutputCapabilities")).toMatchObject({ returnValue: true, numPlanes: planes.length, planes: [{ sinkId: "MAIN" }] });
     expect(planes).toHaveLength(1);
     expect(await s.call("connect", { source: "VDEC", sink: "SUB0" })).toMatchObject({ returnValue: false, errorCode: 4 });
