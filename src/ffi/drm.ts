@@ -1,7 +1,7 @@
 // DRM/KMS (drm/drm.h, drm/drm_mode.h): driver version, client caps and the mode
 // objects (CRTCs, connectors, encoders, planes) with their properties. Array-valued
 // ioctls are called twice, first for the counts, as libdrm does.
-import { IOW, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, closeFd, cString, ioctl, openFile } from "./libc.ts";
+import { IOW, IOWR, O_CLOEXEC, O_NONBLOCK, O_RDWR, closeFd, cString, ioctl, openFile, readAvailable } from "./libc.ts";
 import { Struct, readU32s, readU64s, struct, u32Array, u64Array } from "./struct.ts";
 
 const DRM_IOCTL_BASE = "d";
@@ -14,7 +14,10 @@ export const MODE_OBJECT_CRTC = 0xcccccccc, MODE_OBJECT_CONNECTOR = 0xc0c0c0c0, 
 /** drm_mode_get_connector.connection */
 export const MODE_CONNECTED = 1, MODE_DISCONNECTED = 2, MODE_UNKNOWNCONNECTION = 3;
 export const MODE_CONNECTOR_VIRTUAL = 15;
-/** drm_mode_atomic.flags */
+/** drm_mode_atomic.flags (with MODE_PAGE_FLIP_EVENT: an event on the fd when the commit is done) */
+export const MODE_PAGE_FLIP_EVENT = 0x01;
+/** drm_event.type */
+export const EVENT_VBLANK = 0x01, EVENT_FLIP_COMPLETE = 0x02;
 export const MODE_ATOMIC_TEST_ONLY = 0x0100, MODE_ATOMIC_NONBLOCK = 0x0200, MODE_ATOMIC_ALLOW_MODESET = 0x0400;
 export const MODE_PROP_RANGE = 1 << 1, MODE_PROP_ENUM = 1 << 3, MODE_PROP_BITMASK = 1 << 5;
 export const DRM_DISPLAY_MODE_LEN = 32, DRM_PROP_NAME_LEN = 32;
@@ -79,6 +82,11 @@ export const structs = {
     },
   },
   drm_mode_obj_set_property: { c: "struct drm_mode_obj_set_property", size: 24, fields: { value: 0, prop_id: 8, obj_id: 12, obj_type: 16 } },
+  drm_event: { c: "struct drm_event", size: 8, fields: { type: 0, length: 4 } },
+  drm_event_vblank: {
+    c: "struct drm_event_vblank", size: 32,
+    fields: { base: 0, user_data: 8, tv_sec: 16, tv_usec: 20, sequence: 24, crtc_id: 28 },
+  },
   drm_mode_atomic: {
     c: "struct drm_mode_atomic", size: 56,
     fields: { flags: 0, count_objs: 4, objs_ptr: 8, count_props_ptr: 16, props_ptr: 24, prop_values_ptr: 32, reserved: 40, user_data: 48 },
@@ -347,7 +355,9 @@ export function setObjectProperty(fd: number, objId: number, objType: number, pr
  * DRM_IOCTL_MODE_ATOMIC (needs CLIENT_CAP_ATOMIC and DRM master): sets the listed
  * properties of each object in one commit, all or none. flags: MODE_ATOMIC_*.
  */
-export function atomicCommit(fd: number, objects: { id: number; props: { id: number; value: bigint | number }[] }[], flags = 0): void {
+export function atomicCommit(
+  fd: number, objects: { id: number; props: { id: number; value: bigint | number }[] }[], flags = 0, userData: bigint | number = 0,
+): void {
   const n = objects.reduce((a, o) => a + o.props.length, 0);
   const objs = u32Array(objects.length), counts = u32Array(objects.length), props = u32Array(n), values = u64Array(n);
   let k = 0;
@@ -361,6 +371,31 @@ export function atomicCommit(fd: number, objects: { id: number; props: { id: num
     }
   });
   const a = struct(S.drm_mode_atomic).setU32("flags", flags).setU32("count_objs", objects.length).setPtr("objs_ptr", objs)
-    .setPtr("count_props_ptr", counts).setPtr("props_ptr", props).setPtr("prop_values_ptr", values);
+    .setPtr("count_props_ptr", counts).setPtr("props_ptr", props).setPtr("prop_values_ptr", values).setU64("user_data", userData);
   ioctl(fd, ioctls.DRM_IOCTL_MODE_ATOMIC, a.buf, "DRM_IOCTL_MODE_ATOMIC");
+}
+
+export interface DrmEvent { type: number; userData: bigint; sequence: number; crtcId: number }
+
+/**
+ * The events waiting on a card's fd (opened O_NONBLOCK): vblank and flip-complete
+ * events with the user_data of the request that asked for them. Read it when the
+ * event source says the fd is readable.
+ */
+export function readEvents(fd: number): DrmEvent[] {
+  const out: DrmEvent[] = [];
+  const buf = Buffer.alloc(4096);
+  for (;;) {
+    const b = readAvailable(fd, buf.length, buf);
+    if (!b || !b.length) return out;
+    for (let off = 0; off + S.drm_event.size <= b.length;) {
+      const len = b.readUInt32LE(off + 4);
+      if (len < S.drm_event.size) break;
+      const type = b.readUInt32LE(off);
+      if ((type === EVENT_VBLANK || type === EVENT_FLIP_COMPLETE) && len >= S.drm_event_vblank.size) {
+        out.push({ type, userData: b.readBigUInt64LE(off + 8), sequence: b.readUInt32LE(off + 24), crtcId: b.readUInt32LE(off + 28) });
+      }
+      off += len;
+    }
+  }
 }

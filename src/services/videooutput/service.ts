@@ -161,11 +161,22 @@ export default defineService({
       }
     };
 
+    /**
+     * Handlers run one at a time: each may wait for the display (an atomic commit's
+     * completion), and the next must see the state the previous one left.
+     */
+    let chain: Promise<unknown> = Promise.resolve();
+    const serial = <T>(fn: () => Promise<T> | T): Promise<T> => {
+      const r = chain.then(fn);
+      chain = r.catch(() => {});
+      return r;
+    };
+
     /** Turns a sink's plane off and forgets its connection (on disconnect, unregister, a new context, the context's owner leaving). */
-    const release = (s: Sink, why: string) => {
+    const release = async (s: Sink, why: string) => {
       if (!s.connected) return;
       try {
-        backend.detach(s.cfg.plane);
+        await backend.detach(s.cfg.plane);
       } catch (e) {
         ctx.log.warn({ err: (e as Error).message, sink: s.cfg.sink }, "turning the plane off failed");
         if (why === "disconnect") throw e;
@@ -177,8 +188,8 @@ export default defineService({
       ctx.log.info({ sink: s.cfg.sink, why }, "sink disconnected");
     };
 
-    const dropContext = (context: string, why: string) => {
-      for (const s of sinks.values()) if (s.connected && s.context === context) release(s, why);
+    const dropContext = async (context: string, why: string) => {
+      for (const s of sinks.values()) if (s.connected && s.context === context) await release(s, why);
     };
 
     return {
@@ -186,7 +197,7 @@ export default defineService({
       access: Object.fromEntries(Object.keys(api).map((m) => [m, o.accessGroup === "*" ? "any" : group(o.accessGroup)])),
 
       handlers: {
-        connect(req, call) {
+        connect: (req, call) => serial(async () => {
           const s = sinkOf(req.sink);
           if (req.context !== undefined) registered(req.context);
           if (s.connected && (req.context === undefined || s.context === undefined || s.context === req.context)) {
@@ -195,14 +206,14 @@ export default defineService({
           // Signage: one context connected at a time; connecting B disconnects A.
           if (req.context !== undefined) {
             for (const other of sinks.values()) {
-              if (other.connected && other.context !== undefined && other.context !== req.context) release(other, `context ${req.context} connected`);
+              if (other.connected && other.context !== undefined && other.context !== req.context) await release(other, `context ${req.context} connected`);
             }
           }
           const frame = { width: display().width, height: display().height };
           const dst = full();
           let planeId: number;
           try {
-            planeId = backend.attach(s.cfg.plane, frame, windowOf(s, frame, null, dst), { opacity: s.opacity, zOrder: s.zOrder });
+            planeId = await backend.attach(s.cfg.plane, frame, windowOf(s, frame, null, dst), { opacity: s.opacity, zOrder: s.zOrder });
           } catch (e) {
             changed();
             return halFailure(`connect ${req.sink}`, e);
@@ -214,18 +225,18 @@ export default defineService({
           ctx.log.info({ sink: s.cfg.sink, source: req.source, context: req.context, planeId, caller: call.caller.name }, "sink connected");
           changed();
           return { returnValue: true, planeID: planeId };
-        },
+        }),
 
-        disconnect(req) {
+        disconnect: (req) => serial(async () => {
           const s = connectedSink(req.sink, req.context);
           try {
-            release(s, "disconnect");
+            await release(s, "disconnect");
           } catch (e) {
             return halFailure(`disconnect ${req.sink}`, e);
           }
           changed();
           return { returnValue: true };
-        },
+        }),
 
         "display/getOutputCapabilities"() {
           return {
@@ -243,7 +254,7 @@ export default defineService({
           return { returnValue: true, sink: s.cfg.sink, planeId: backend.planeIds()[s.cfg.plane]!, crtcId: d.crtcId, connId: d.connectorId };
         },
 
-        "display/setCompositing"(req) {
+        "display/setCompositing": (req) => serial(async () => {
           const orders = Array.isArray(req.composeOrder) ? req.composeOrder : [req.composeOrder];
           const next = new Map([...sinks.values()].map((s) => [s.cfg.sink, { opacity: s.opacity, zOrder: s.zOrder }]));
           const seen = new Set<string>();
@@ -262,7 +273,7 @@ export default defineService({
           const changes = [...seen].map((name) => ({ planeIndex: sinks.get(name)!.cfg.plane, ...next.get(name)! }));
           let applied;
           try {
-            applied = backend.setCompositing(changes);
+            applied = await backend.setCompositing(changes);
           } catch (e) {
             return halFailure("setCompositing", e);
           }
@@ -270,9 +281,9 @@ export default defineService({
           for (const name of seen) Object.assign(sinks.get(name)!, next.get(name)!);
           changed();
           return { returnValue: true };
-        },
+        }),
 
-        "display/setDisplayWindow"(req) {
+        "display/setDisplayWindow": (req) => serial(async () => {
           const s = connectedSink(req.sink);
           const src = req.sourceInput ?? null;
           if (src) checkRect("sourceInput", src, s.frame);
@@ -286,40 +297,44 @@ export default defineService({
           const w = windowOf(s, s.frame, src, dst);
           checkScaling(s, w);
           try {
-            backend.setWindow(s.cfg.plane, w);
+            await backend.setWindow(s.cfg.plane, w);
           } catch (e) {
             return halFailure(`setDisplayWindow ${req.sink}`, e);
           }
           Object.assign(s, { src, dst: { ...dst }, fullScreen: req.fullScreen });
           changed();
           return { returnValue: true };
-        },
+        }),
 
-        getStatus(_req, call) {
+        // After the changes already asked for, so a caller reads what its last call did.
+        getStatus: (_req, call) => serial(() => {
           const video = list();
           if (call.subscription) {
             ctx.topics.add(STATUS, call.subscription);
             return { returnValue: true, subscribed: true, video, videoInfo: null };
           }
           return { returnValue: true, video, videoInfo: null };
-        },
+        }),
 
-        register(req, call) {
+        register: (req, call) => serial(() => {
           if (contexts.has(req.context)) refuse(E.invalidStatus, `Invalid status: context ${req.context} is already registered`);
           const lease = ctx.leases.take(call.caller.name, `context/${req.context}`, {
+            // The registering client left the bus (unregister removes the context itself first).
             release: (why) => {
               if (contexts.get(req.context) !== lease) return;
               contexts.delete(req.context);
-              dropContext(req.context, `context ${req.context} unregistered (${why})`);
-              changed();
+              void serial(async () => {
+                await dropContext(req.context, `context ${req.context} unregistered (${why})`);
+                changed();
+              }).catch((e) => ctx.log.warn({ err: e, context: req.context }, "disconnecting a context's sinks failed"));
             },
           });
           contexts.set(req.context, lease);
           ctx.log.info({ context: req.context, caller: call.caller.name }, "context registered");
           return { returnValue: true };
-        },
+        }),
 
-        setVideoData(req) {
+        setVideoData: (req) => serial(async () => {
           const s = connectedSink(req.sink, req.context);
           if (req.width < 1 || req.height < 1) refuse(E.invalidParams, "Invalid parameters: width and height must be at least 1");
           const frame = { width: req.width, height: req.height };
@@ -329,7 +344,7 @@ export default defineService({
           checkScaling(s, w);
           if (frame.width !== s.frame.width || frame.height !== s.frame.height || src !== s.src) {
             try {
-              backend.resize(s.cfg.plane, frame, w);
+              await backend.resize(s.cfg.plane, frame, w);
             } catch (e) {
               return halFailure(`setVideoData ${req.sink}`, e);
             }
@@ -339,23 +354,25 @@ export default defineService({
           });
           changed();
           return { returnValue: true };
-        },
+        }),
 
-        unregister(req) {
+        unregister: (req) => serial(async () => {
           const lease = contexts.get(req.context);
           if (!lease) refuse(E.invalidStatus, `Invalid status: context ${req.context} is not registered`);
+          contexts.delete(req.context);
           lease!.release();
+          try {
+            await dropContext(req.context, `context ${req.context} unregistered`);
+          } finally {
+            changed();
+          }
           ctx.log.info({ context: req.context }, "context unregistered");
           return { returnValue: true };
-        },
+        }),
       },
 
       stop() {
-        for (const s of sinks.values()) {
-          try {
-            release(s, "service stopped");
-          } catch {}
-        }
+        // close() gives every plane back.
         ctx.topics.end(STATUS);
         backend.close();
       },

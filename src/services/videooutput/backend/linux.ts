@@ -4,12 +4,16 @@
 // and CRTC_* properties where the driver has atomic modesetting, by SETPLANE
 // otherwise; alpha and zpos are plane properties, set where the plane has them.
 // Plane updates need DRM master: the service must be the card's first opener (no
-// compositor running on it). Each ioctl returns once the kernel has validated and
-// queued the change (no wait for a vblank here), so none blocks the event loop.
+// compositor running on it). Atomic commits that touch the running CRTC are
+// non-blocking and ask for a completion event, read from the card's fd on the
+// platform's event source; commits go one at a time (a second one while the first
+// is pending would be refused with EBUSY). SETPLANE (drivers without atomic) and the
+// one mode set of an idle CRTC wait in the kernel for up to a frame.
 import { readdirSync } from "node:fs";
 import * as drm from "../../../ffi/drm";
 import * as kms from "../../../ffi/kms";
 import { SysError } from "../../../ffi/libc";
+import { watch, type Watch } from "../../../ffi/loop";
 import type { Logger } from "../../../core/log";
 import type { Size } from "../schemas";
 import { HalError, type Compositing, type DisplayInfo, type VideoBackend, type Window } from "./types";
@@ -52,6 +56,12 @@ export class DrmDisplay implements VideoBackend {
   private readonly output: kms.Output;
   private readonly crtcIndex: number;
   private background: kms.DumbFramebuffer | null = null;
+  private readonly events: Watch;
+  /** Commits waiting for their completion event, by user_data. */
+  private readonly pending = new Map<bigint, { resolve(): void; timer: ReturnType<typeof setTimeout> }>();
+  private nextEvent = 1n;
+  /** The tail of the commit queue. */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(o: { card: string; connector?: number; commit: "auto" | "atomic" | "legacy" }, private readonly log: Logger) {
     this.fd = openCardByName(o.card);
@@ -75,6 +85,17 @@ export class DrmDisplay implements VideoBackend {
         planeId, props: drm.planeProperties(this.fd, planeId), possibleCrtcs: drm.getPlane(this.fd, planeId).possibleCrtcs, fb: null,
         before: null,
       }));
+      this.events = watch(this.fd, {
+        readable: () => {
+          for (const ev of drm.readEvents(this.fd)) {
+            const p = this.pending.get(ev.userData);
+            if (!p) continue;
+            this.pending.delete(ev.userData);
+            clearTimeout(p.timer);
+            p.resolve();
+          }
+        },
+      }, { ref: false });
       log.info({ card: o.card, driver: drm.version(this.fd).name, commit: this.commit, planes: this.planeIds(), crtc: output.crtcId,
         connector: output.connectorId }, "video output display opened");
     } catch (e) {
@@ -128,31 +149,73 @@ export class DrmDisplay implements VideoBackend {
     return fb;
   }
 
+  /** Runs fn after every earlier change has completed (one commit in flight at a time). */
+  private serial<T>(fn: () => Promise<T> | T): Promise<T> {
+    const r = this.queue.then(fn);
+    this.queue = r.catch(() => {});
+    return r;
+  }
+
+  /**
+   * One atomic commit. With a running CRTC in it: non-blocking, resolved by its
+   * completion event (the kernel sends one per CRTC; at most a frame later).
+   */
+  private commitAtomic(objects: { id: number; props: { id: number; value: bigint | number }[] }[], crtcInvolved: boolean): Promise<void> {
+    if (!crtcInvolved) {
+      drm.atomicCommit(this.fd, objects);
+      return Promise.resolve();
+    }
+    const id = this.nextEvent++;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new HalError("the display did not complete the change within 2 s"));
+      }, 2000);
+      this.pending.set(id, { resolve, timer });
+      try {
+        drm.atomicCommit(this.fd, objects, drm.MODE_ATOMIC_NONBLOCK | drm.MODE_PAGE_FLIP_EVENT, id);
+      } catch (e) {
+        clearTimeout(timer);
+        this.pending.delete(id);
+        reject(e);
+      }
+    });
+  }
+
   /** Shows fbId (0: none) on the plane in window, by atomic commit or SETPLANE. */
-  private show(p: PlaneState, fbId: number, w: Window | null, crtc = this.output.crtcId): void {
+  private show(p: PlaneState, fbId: number, w: Window | null, crtc = this.output.crtcId): Promise<void> {
     const crtcId = fbId ? crtc : 0;
     const r = w ?? { src: { x: 0, y: 0, width: 0, height: 0 }, dst: { x: 0, y: 0, width: 0, height: 0 } };
     const s: drm.PlaneSetting = {
       crtcId, fbId, crtcX: r.dst.x, crtcY: r.dst.y, crtcW: r.dst.width, crtcH: r.dst.height,
       srcX: r.src.x * 65536, srcY: r.src.y * 65536, srcW: r.src.width * 65536, srcH: r.src.height * 65536,
     };
-    if (this.commit === "legacy") return drm.setPlane(this.fd, p.planeId, s);
+    if (this.commit === "legacy") {
+      drm.setPlane(this.fd, p.planeId, s);
+      return Promise.resolve();
+    }
     const prop = (name: string, value: number) => {
       const id = p.props.get(name)?.id;
       if (id === undefined) throw new HalError(`plane ${p.planeId} has no ${name} property`);
       return { id, value: name === "CRTC_X" || name === "CRTC_Y" ? BigInt.asUintN(64, BigInt(value)) : value };
     };
-    drm.atomicCommit(this.fd, [{
+    // Turning a plane off involves the CRTC it was on.
+    const involved = crtcId !== 0 || drm.getPlane(this.fd, p.planeId).crtcId !== 0;
+    return this.commitAtomic([{
       id: p.planeId,
       props: [
         prop("FB_ID", fbId), prop("CRTC_ID", crtcId),
         prop("SRC_X", s.srcX), prop("SRC_Y", s.srcY), prop("SRC_W", s.srcW), prop("SRC_H", s.srcH),
         prop("CRTC_X", s.crtcX), prop("CRTC_Y", s.crtcY), prop("CRTC_W", s.crtcW), prop("CRTC_H", s.crtcH),
       ],
-    }]);
+    }], involved);
   }
 
-  attach(i: number, frame: Size, window: Window, comp: { opacity: number; zOrder: number }): number {
+  attach(i: number, frame: Size, window: Window, comp: { opacity: number; zOrder: number }): Promise<number> {
+    return this.serial(() => this.attachNow(i, frame, window, comp));
+  }
+
+  private async attachNow(i: number, frame: Size, window: Window, comp: { opacity: number; zOrder: number }): Promise<number> {
     const p = this.plane(i);
     if (this.crtcIndex >= 0 && !(p.possibleCrtcs & (1 << this.crtcIndex))) {
       throw new HalError(`plane ${p.planeId} cannot be shown on CRTC ${this.output.crtcId}`);
@@ -162,7 +225,7 @@ export class DrmDisplay implements VideoBackend {
     try {
       this.ensureActive();
       fb = this.newFramebuffer(i, frame);
-      this.show(p, fb.fbId, window);
+      await this.show(p, fb.fbId, window);
     } catch (e) {
       if (fb) kms.destroyDumbFramebuffer(this.fd, fb);
       throw hal(`connecting plane ${p.planeId}`, e);
@@ -170,19 +233,23 @@ export class DrmDisplay implements VideoBackend {
     if (p.fb) kms.destroyDumbFramebuffer(this.fd, p.fb);
     p.fb = fb;
     try {
-      this.setCompositing([{ planeIndex: i, ...comp }]);
+      await this.compositeNow([{ planeIndex: i, ...comp }]);
     } catch (e) {
       this.log.warn({ err: e, plane: p.planeId }, "compositing of a connected plane not applied");
     }
     return p.planeId;
   }
 
-  resize(i: number, frame: Size, window: Window): void {
+  resize(i: number, frame: Size, window: Window): Promise<void> {
+    return this.serial(() => this.resizeNow(i, frame, window));
+  }
+
+  private async resizeNow(i: number, frame: Size, window: Window): Promise<void> {
     const p = this.plane(i);
     let fb: kms.DumbFramebuffer | null = null;
     try {
       fb = this.newFramebuffer(i, frame);
-      this.show(p, fb.fbId, window);
+      await this.show(p, fb.fbId, window);
     } catch (e) {
       if (fb) kms.destroyDumbFramebuffer(this.fd, fb);
       throw hal(`a ${frame.width}x${frame.height} frame on plane ${p.planeId}`, e);
@@ -191,17 +258,23 @@ export class DrmDisplay implements VideoBackend {
     p.fb = fb;
   }
 
-  setWindow(i: number, window: Window): void {
-    const p = this.plane(i);
-    if (!p.fb) throw new HalError(`plane ${p.planeId} has no framebuffer`);
-    try {
-      this.show(p, p.fb.fbId, window);
-    } catch (e) {
-      throw hal(`window of plane ${p.planeId}`, e);
-    }
+  setWindow(i: number, window: Window): Promise<void> {
+    return this.serial(async () => {
+      const p = this.plane(i);
+      if (!p.fb) throw new HalError(`plane ${p.planeId} has no framebuffer`);
+      try {
+        await this.show(p, p.fb.fbId, window);
+      } catch (e) {
+        throw hal(`window of plane ${p.planeId}`, e);
+      }
+    });
   }
 
-  setCompositing(changes: { planeIndex: number; opacity: number; zOrder: number }[]): Compositing {
+  setCompositing(changes: { planeIndex: number; opacity: number; zOrder: number }[]): Promise<Compositing> {
+    return this.serial(() => this.compositeNow(changes));
+  }
+
+  private async compositeNow(changes: { planeIndex: number; opacity: number; zOrder: number }[]): Promise<Compositing> {
     const sets: { planeId: number; id: number; value: bigint }[] = [];
     let alpha = true, zpos = true;
     for (const c of changes) {
@@ -220,7 +293,17 @@ export class DrmDisplay implements VideoBackend {
       if (this.commit === "atomic" && sets.length) {
         const byPlane = new Map<number, { id: number; value: bigint }[]>();
         for (const s of sets) byPlane.set(s.planeId, [...(byPlane.get(s.planeId) ?? []), { id: s.id, value: s.value }]);
-        drm.atomicCommit(this.fd, [...byPlane].map(([id, props]) => ({ id, props })));
+        // A plane on the CRTC names it again, so the commit's completion event comes from it.
+        let involved = false;
+        for (const [planeId, props] of byPlane) {
+          const crtcId = drm.getPlane(this.fd, planeId).crtcId;
+          const prop = this.planes.find((x) => x.planeId === planeId)!.props.get("CRTC_ID");
+          if (crtcId && prop) {
+            props.push({ id: prop.id, value: BigInt(crtcId) });
+            involved = true;
+          }
+        }
+        await this.commitAtomic([...byPlane].map(([id, props]) => ({ id, props })), involved);
       } else {
         for (const s of sets) drm.setObjectProperty(this.fd, s.planeId, drm.MODE_OBJECT_PLANE, s.id, s.value);
       }
@@ -247,9 +330,9 @@ export class DrmDisplay implements VideoBackend {
    * plane), else off; a primary plane that a driver will not turn off while its CRTC
    * is on (simple display pipes such as bochs) shows the black background.
    */
-  private giveBack(p: PlaneState): void {
+  private async giveBack(p: PlaneState): Promise<void> {
     const whole = (w: number, h: number): Window => ({ src: { x: 0, y: 0, width: w, height: h }, dst: { x: 0, y: 0, width: w, height: h } });
-    const tries: (() => void)[] = [];
+    const tries: (() => Promise<void>)[] = [];
     const b = p.before;
     if (b) tries.push(() => this.show(p, b.fbId, whole(b.width, b.height), b.crtcId));
     tries.push(() => this.show(p, 0, null));
@@ -258,7 +341,7 @@ export class DrmDisplay implements VideoBackend {
     let last: unknown;
     for (const t of tries) {
       try {
-        return t();
+        return await t();
       } catch (e) {
         last = e;
       }
@@ -266,10 +349,14 @@ export class DrmDisplay implements VideoBackend {
     throw last;
   }
 
-  detach(i: number): void {
+  detach(i: number): Promise<void> {
+    return this.serial(() => this.detachNow(i));
+  }
+
+  private async detachNow(i: number): Promise<void> {
     const p = this.plane(i);
     try {
-      this.giveBack(p);
+      await this.giveBack(p);
     } catch (e) {
       throw hal(`turning plane ${p.planeId} off`, e);
     }
@@ -279,10 +366,20 @@ export class DrmDisplay implements VideoBackend {
   }
 
   close(): void {
+    this.events.close();
+    for (const p of this.pending.values()) clearTimeout(p.timer);
+    this.pending.clear();
+    // At stop, SETPLANE (blocking, at most a frame a plane): the fd closes right after.
     for (const p of this.planes) {
       if (!p.fb) continue;
+      const b = p.before;
       try {
-        this.giveBack(p);
+        if (b) {
+          drm.setPlane(this.fd, p.planeId, { crtcId: b.crtcId, fbId: b.fbId, crtcX: 0, crtcY: 0, crtcW: b.width, crtcH: b.height,
+            srcX: 0, srcY: 0, srcW: b.width * 65536, srcH: b.height * 65536 });
+        } else {
+          drm.setPlane(this.fd, p.planeId, { crtcId: 0, fbId: 0, crtcX: 0, crtcY: 0, crtcW: 0, crtcH: 0, srcX: 0, srcY: 0, srcW: 0, srcH: 0 });
+        }
       } catch {}
       kms.destroyDumbFramebuffer(this.fd, p.fb);
       p.fb = null;

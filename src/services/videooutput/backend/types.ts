@@ -40,15 +40,18 @@ export interface VideoBackend {
   planeIds(): number[];
   /** Connected displays (connectors). */
   connectedCount(): number;
-  /** Gives plane planeIndex a framebuffer of frame size and shows it in window; returns the plane id. */
-  attach(planeIndex: number, frame: Size, window: Window, comp: { opacity: number; zOrder: number }): number;
+  // Each change resolves once the display has taken it (an atomic commit's
+  // completion event) and rejects with HalError when the driver refuses it.
+  /** Gives plane planeIndex a framebuffer of frame size and shows it in window; resolves to the plane id. */
+  attach(planeIndex: number, frame: Size, window: Window, comp: { opacity: number; zOrder: number }): Promise<number>;
   /** A new framebuffer of frame size on an attached plane (setVideoData). */
-  resize(planeIndex: number, frame: Size, window: Window): void;
+  resize(planeIndex: number, frame: Size, window: Window): Promise<void>;
   /** Moves an attached plane's window. */
-  setWindow(planeIndex: number, window: Window): void;
+  setWindow(planeIndex: number, window: Window): Promise<void>;
   /** Opacity 0..255 and zOrder of several planes, as one change where the driver allows. */
-  setCompositing(changes: { planeIndex: number; opacity: number; zOrder: number }[]): Compositing;
-  /** Turns the plane off and frees its framebuffer. */
-  detach(planeIndex: number): void;
+  setCompositing(changes: { planeIndex: number; opacity: number; zOrder: number }[]): Promise<Compositing>;
+  /** Gives the plane back (off, or what it showed before) and frees its framebuffer. */
+  detach(planeIndex: number): Promise<void>;
+  /** Gives every plane back and closes the display (at stop; bounded by one frame per plane). */
   close(): void;
 }

@@ -54,33 +54,33 @@ export class VirtualDisplay implements VideoBackend {
     }
   }
 
-  attach(i: number, frame: Size, window: Window, comp: { opacity: number; zOrder: number }): number {
+  async attach(i: number, frame: Size, window: Window, comp: { opacity: number; zOrder: number }): Promise<number> {
     const p = this.plane(i);
     this.check(frame, window);
     Object.assign(p, { fbId: this.nextFb++, frame, window, alpha: comp.opacity * 0x101, zpos: comp.zOrder });
     return p.planeId;
   }
 
-  resize(i: number, frame: Size, window: Window): void {
+  async resize(i: number, frame: Size, window: Window): Promise<void> {
     const p = this.plane(i);
     this.check(frame, window);
     Object.assign(p, { fbId: this.nextFb++, frame, window });
   }
 
-  setWindow(i: number, window: Window): void {
+  async setWindow(i: number, window: Window): Promise<void> {
     const p = this.plane(i);
     if (!p.frame) throw new HalError(`plane ${p.planeId} has no framebuffer`);
     this.check(p.frame, window);
     p.window = window;
   }
 
-  setCompositing(changes: { planeIndex: number; opacity: number; zOrder: number }[]): Compositing {
+  async setCompositing(changes: { planeIndex: number; opacity: number; zOrder: number }[]): Promise<Compositing> {
     for (const c of changes) this.plane(c.planeIndex);
     for (const c of changes) Object.assign(this.plane(c.planeIndex), { alpha: c.opacity * 0x101, zpos: c.zOrder });
     return { alpha: true, zpos: true };
   }
 
-  detach(i: number): void {
+  async detach(i: number): Promise<void> {
     Object.assign(this.plane(i), { fbId: 0, frame: null, window: null });
   }
 
