@@ -66,7 +66,7 @@ const sink = z.string().min(1).describe("sink ID (MAIN, SUB0, ...)");
 
 export const api = {
   connect: method({
-    summary: "Connects source (e.g. VDEC) to sink: the sink's plane shows a framebuffer of the video's size; answers the plane's id.",
+    summary: "Connects source (e.g. VDEC) to sink: the sink's plane shows a framebuffer of the display's size (setVideoData gives it the frame's) over the whole display; answers the plane's id.",
     request: z.looseObject({
       source: z.string().min(1),
       sourcePort: int8.optional(),
@@ -79,7 +79,7 @@ export const api = {
     level: 11,
   }),
   disconnect: method({
-    summary: "Disconnects sink: its plane is turned off and its framebuffer freed.",
+    summary: "Disconnects sink: its plane is given back (to what it showed before, else off) and its framebuffer freed.",
     request: z.looseObject({ sink, context: z.string().min(1).optional() }),
     response: Response,
     access: ACCESS,
