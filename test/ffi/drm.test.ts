@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as drm from "../../src/ffi/drm.ts";
 import { checkAgainstHeaders } from "./cabi.ts";
+import { O_CLOEXEC, O_NONBLOCK, closeFd, makePipe, writeAll } from "../../src/ffi/libc.ts";
 
 // The DRM uAPI headers are not in linux-libc-dev: take them from libdrm-dev or a
 // linux-headers package (scripts/vboard installs one).
@@ -47,4 +48,34 @@ checkAgainstHeaders("drm.ts mirrors drm/drm.h and drm/drm_mode.h", {
   ioctls: drm.ioctls,
   consts,
   skip: !inc,
+});
+
+describe("readEvents", () => {
+  test("flip-complete and vblank events as the kernel lays them out; other event types skipped; nothing waiting: none", () => {
+    const [r, w] = makePipe(O_CLOEXEC | O_NONBLOCK);
+    try {
+      expect(drm.readEvents(r)).toEqual([]);
+      const vblank = (type: number, userData: bigint, sequence: number, crtcId: number) => {
+        const b = Buffer.alloc(32);
+        b.writeUInt32LE(type, 0);
+        b.writeUInt32LE(32, 4);
+        b.writeBigUInt64LE(userData, 8);
+        b.writeUInt32LE(sequence, 24);
+        b.writeUInt32LE(crtcId, 28);
+        return b;
+      };
+      const other = Buffer.alloc(16); // a driver-private event: skipped by the length in its header
+      other.writeUInt32LE(0x80000000, 0);
+      other.writeUInt32LE(16, 4);
+      writeAll(w, Buffer.concat([vblank(drm.EVENT_FLIP_COMPLETE, 7n, 100, 40), other, vblank(drm.EVENT_VBLANK, 2n ** 40n, 101, 40)]));
+      expect(drm.readEvents(r)).toEqual([
+        { type: drm.EVENT_FLIP_COMPLETE, userData: 7n, sequence: 100, crtcId: 40 },
+        { type: drm.EVENT_VBLANK, userData: 2n ** 40n, sequence: 101, crtcId: 40 },
+      ]);
+      expect(drm.readEvents(r)).toEqual([]);
+    } finally {
+      closeFd(r);
+      closeFd(w);
+    }
+  });
 });
