@@ -29,10 +29,11 @@ export interface Runtime {
 export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   const log = opts.log ?? logger();
   const names = opts.services?.length ? opts.services : opts.board.services;
-  const modules = names.map((n) => {
+  const modules = names.flatMap((n) => {
     const m = findService(n);
     if (!m) throw new Error(`unknown service: ${n}`);
-    return m;
+    // A service with several bus names is hosted as its instances (ServiceModule.instances).
+    return m.instances ? m.instances(opts.board) : [m];
   });
   mkdirSync(opts.stateDir, { recursive: true });
   const server = await BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses });

@@ -160,6 +160,13 @@ export interface Peers {
 export interface ServiceModule<A extends Api = Api> {
   spec: ServiceSpec<A>;
   create(ctx: ServiceContext): ServiceInstance<A> | Promise<ServiceInstance<A>>;
+  /**
+   * A service with several instances, each on a bus name of its own (the recording
+   * pipeline: `com.vendor.pipeline.record.<id>`): the modules the runtime hosts in
+   * its place on this board, each as a service of its own (spec name, state
+   * directory, topics, leases). `spec` then describes the family.
+   */
+  instances?(board: Board): ServiceModule<A>[];
 }
 
 export function defineService<A extends Api>(m: ServiceModule<A>): ServiceModule<A> {

@@ -25,7 +25,7 @@ export const GST_MESSAGE_EOS = 1 << 0, GST_MESSAGE_ERROR = 1 << 1, GST_MESSAGE_W
 export type GstStateName = "void-pending" | "null" | "ready" | "paused" | "playing";
 export const stateName = (s: number): GstStateName => (["void-pending", "null", "ready", "paused", "playing"] as const)[s] ?? "void-pending";
 
-const P = FFIType.ptr, I32 = FFIType.i32, U32 = FFIType.u32, U64 = FFIType.u64, V = FFIType.void, CS = FFIType.cstring;
+const P = FFIType.ptr, I32 = FFIType.i32, U64 = FFIType.u64, V = FFIType.void, CS = FFIType.cstring;
 
 type Lib = ReturnType<typeof openLib>;
 function openLib() {
@@ -150,7 +150,7 @@ export class Pipeline {
   private constructor(l: Lib, handle: Pointer) {
     this.l = l;
     this.handle = handle;
-    this.bus = l.gst.gst_element_get_bus(handle);
+    this.bus = l.gst.gst_element_get_bus(handle) as Pointer | null;
     if (!this.bus) throw new GstError("gst_element_get_bus", "the pipeline has no bus");
   }
 
@@ -162,7 +162,7 @@ export class Pipeline {
   static parse(description: string): Pipeline {
     const l = init();
     const err = new BigUint64Array(1);
-    const h = l.gst.gst_parse_launch(cbuf(description), ptr(err));
+    const h = l.gst.gst_parse_launch(cbuf(description), ptr(err)) as Pointer | null;
     const why = takeError(l, err[0]!);
     if (why !== undefined || !h) {
       if (h) l.gst.gst_object_unref(h);
@@ -217,7 +217,7 @@ export class Pipeline {
   /** Pops one message without waiting (null when none is pending). */
   pop(): BusMessage | null {
     if (!this.bus) return null;
-    const m = this.l.gst.gst_bus_pop(this.bus);
+    const m = this.l.gst.gst_bus_pop(this.bus) as Pointer | null;
     if (!m) return null;
     try {
       return this.decode(m);

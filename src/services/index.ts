@@ -8,6 +8,7 @@ import nettools from "./nettools/service";
 import camera from "./camera/service";
 import peripheralmanager from "./peripheralmanager/service";
 import mediaindexer from "./mediaindexer/service";
+import record from "./record/service";
 import videooutput from "./videooutput/service";
 
 export const SERVICES: Record<string, ServiceModule<any>> = {
@@ -19,11 +20,12 @@ export const SERVICES: Record<string, ServiceModule<any>> = {
   camera,
   mediaindexer,
   peripheralmanager,
+  record,
   videooutput,
 };
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */
 export function findService(nameOrBusName: string): ServiceModule<any> | undefined {
   if (SERVICES[nameOrBusName]) return SERVICES[nameOrBusName];
-  return Object.values(SERVICES).find((m) => m.spec.busName === nameOrBusName);
+  return Object.values(SERVICES).find((m) => m.spec.busName === nameOrBusName || (m.instances && nameOrBusName.startsWith(`${m.spec.busName.replace(/\.<.*$/, "")}.`)));
 }

@@ -1,0 +1,21 @@
+// The recording pipeline's options (docs/services/record.md), read by the
+// platform's one loader (src/core/config.ts) from the board recipe's
+// serviceConfig.record (shared by every pipeline instance of the board).
+import { z } from "zod";
+import { loadConfig } from "../../core/config";
+
+const ms = (def: number) => z.coerce.number().int().positive().default(def);
+
+export const RecordOptions = z.object({
+  /** How long start waits for the pipeline to reach PLAYING. */
+  startTimeoutMs: ms(5000),
+  /** How long stop waits for end-of-stream to reach the file. */
+  stopTimeoutMs: ms(10000),
+  /** Subscribers a pipeline instance accepts (one more: Subscription add fail). */
+  maxSubscribers: ms(32),
+});
+export type RecordOptions = z.output<typeof RecordOptions>;
+
+export function loadRecordOptions(section: Record<string, unknown> | undefined) {
+  return loadConfig({ service: "record", schema: RecordOptions, section, file: null });
+}

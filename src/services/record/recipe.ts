@@ -1,0 +1,134 @@
+// The board recipe's `record` section: which pipeline instances the board has, the
+// video sources by camera ID, the audio source, and the encoders and containers by
+// the names requests use. Everything here is a gst-launch fragment written by the
+// board's maker; nothing a client sends becomes part of a launch description except
+// validated numbers (sizes, rates, bit rates, quality). The output path is set as a
+// property of the sink, never parsed. docs/board-recipes.md, "record".
+import { z } from "zod";
+import type { Board } from "../../core/board";
+import type { StartRequest } from "./schemas";
+
+const fragment = z.string().min(1);
+const Encoder = z.object({
+  /** What it encodes. */
+  kind: z.enum(["video", "audio", "image"]),
+  /** The encoder, with {bps}, {kbps}, {fps}, {quality} for the request's values. */
+  element: fragment,
+  /** The parser between the encoder and the muxer (h264parse, aacparse); none for images. */
+  parser: z.string().optional(),
+});
+const Format = z.object({
+  /** The muxer (its properties: fragment-duration makes MP4 fragmented, so a cut file still plays). */
+  muxer: fragment,
+  /** Codec names it carries. */
+  codecs: z.array(z.string()).min(1),
+});
+
+export const DEFAULT_ENCODERS: Record<string, z.input<typeof Encoder>> = {
+  H264: { kind: "video", element: "x264enc tune=zerolatency speed-preset=ultrafast bitrate={kbps} key-int-max={fps}", parser: "h264parse" },
+  AAC: { kind: "audio", element: "avenc_aac bitrate={bps}", parser: "aacparse" },
+  JPEG: { kind: "image", element: "jpegenc quality={quality}" },
+};
+export const DEFAULT_FORMATS: Record<string, z.input<typeof Format>> = {
+  MP4: { muxer: "mp4mux fragment-duration=500", codecs: ["H264", "AAC"] },
+};
+
+const ID = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const RecordSection = z.object({
+  /** Pipeline IDs: each is served as com.vendor.pipeline.record.<id>. */
+  pipelines: z.array(z.string().regex(ID, "a pipeline ID is letters, digits and _ (a bus name label)")).min(1).default(["main"]),
+  /** Video sources by the ID requests name in videoSrc (camera1 -> "v4l2src device=/dev/video0"). */
+  videoSources: z.record(z.string(), fragment).default({ camera1: "videotestsrc is-live=true pattern=ball" }),
+  /** The audio source (alsasrc, pulsesrc; audiotestsrc on the virtual board). */
+  audioSource: fragment.default("audiotestsrc is-live=true wave=sine volume=0.3"),
+  /** Encoders by codec name, added to (or replacing) the software defaults. */
+  encoders: z.record(z.string(), Encoder).default({}),
+  /** Containers by format name, added to (or replacing) the defaults. */
+  formats: z.record(z.string(), Format).default({}),
+});
+export type RecordSection = z.output<typeof RecordSection>;
+export type Recipe = Omit<RecordSection, "encoders" | "formats"> & {
+  encoders: Record<string, z.output<typeof Encoder>>;
+  formats: Record<string, z.output<typeof Format>>;
+};
+
+/** The board's `record` section with the defaults merged (names upper-cased). */
+export function readRecipe(board: Board): Recipe {
+  const raw = (board as Record<string, unknown>).record ?? {};
+  const r = RecordSection.safeParse(raw);
+  if (!r.success) throw new Error(`board ${board.name}: record section is invalid: ${z.prettifyError(r.error)}`);
+  const up = <T>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.toUpperCase(), v]));
+  return {
+    ...r.data,
+    encoders: { ...up(z.record(z.string(), Encoder).parse(DEFAULT_ENCODERS)), ...up(r.data.encoders) },
+    formats: { ...up(z.record(z.string(), Format).parse(DEFAULT_FORMATS)), ...up(r.data.formats) },
+  };
+}
+
+/** Why a request cannot become a pipeline (answered as error 1, logged with this text). */
+export class PlanError extends Error {}
+
+export interface Plan {
+  /** The gst-launch description; the file sink is named `sink` (its location set afterwards). */
+  description: string;
+  kind: "av" | "image";
+  /** The camera ID of the recording, when it has video. */
+  cameraId?: string;
+}
+
+const fill = (t: string, v: Record<string, number>) =>
+  t.replace(/\{(\w+)\}/g, (m, k: string) => {
+    if (!(k in v)) throw new PlanError(`the recipe fragment '${t}' uses {${k}}, which this stream has no value for`);
+    return String(v[k]);
+  });
+
+/** Turns a validated start request into a launch description (no GStreamer call). */
+export function plan(req: StartRequest, recipe: Recipe): Plan {
+  const encoder = (codec: string, kind: "video" | "audio" | "image") => {
+    const e = recipe.encoders[codec.toUpperCase()];
+    if (!e || e.kind !== kind) throw new PlanError(`no ${kind} codec ${codec} on this board (${Object.keys(recipe.encoders).filter((k) => recipe.encoders[k]!.kind === kind).join(", ")})`);
+    return e;
+  };
+  const source = (id: string) => {
+    const s = recipe.videoSources[id];
+    if (!s) throw new PlanError(`no video source ${id} on this board (${Object.keys(recipe.videoSources).join(", ")})`);
+    return s;
+  };
+  const sink = "filesink name=sink buffer-mode=unbuffered";
+  if (req.image) {
+    // identity eos-after=N sends end-of-stream in place of buffer N: one frame reaches the encoder.
+    if (req.video || req.audio) throw new PlanError("an image is recorded alone (no video or audio with it)");
+    const i = req.image;
+    if (req.format.toUpperCase() !== i.codec.toUpperCase()) throw new PlanError(`an image's format is its codec (${i.codec}), not ${req.format}`);
+    const enc = encoder(i.codec, "image");
+    return {
+      kind: "image",
+      cameraId: i.videoSrc,
+      description:
+        `${source(i.videoSrc)} ! identity eos-after=2 ! videoconvert ! videoscale ! video/x-raw,width=${i.width},height=${i.height} ! ` +
+        `${fill(enc.element, { quality: i.quality })} ! ${sink}`,
+    };
+  }
+  const format = recipe.formats[req.format.toUpperCase()];
+  if (!format) throw new PlanError(`no format ${req.format} on this board (${Object.keys(recipe.formats).join(", ")})`);
+  const branches: string[] = [];
+  if (req.video) {
+    const v = req.video;
+    const enc = encoder(v.codec, "video");
+    if (!format.codecs.includes(v.codec.toUpperCase())) throw new PlanError(`${req.format} does not carry ${v.codec}`);
+    branches.push(
+      `${source(v.videoSrc)} ! videoconvert ! videoscale ! videorate ! video/x-raw,width=${v.width},height=${v.height},framerate=${v.fps}/1 ! ` +
+        `${fill(enc.element, { bps: v.bitRate, kbps: Math.max(1, Math.round(v.bitRate / 1000)), fps: v.fps })} ! ${enc.parser ? `${enc.parser} ! ` : ""}queue ! mux.`,
+    );
+  }
+  if (req.audio) {
+    const a = req.audio;
+    const enc = encoder(a.codec, "audio");
+    if (!format.codecs.includes(a.codec.toUpperCase())) throw new PlanError(`${req.format} does not carry ${a.codec}`);
+    branches.push(
+      `${recipe.audioSource} ! audioconvert ! audioresample ! audio/x-raw,rate=${a.sampleRate},channels=${a.channelCount} ! ` +
+        `${fill(enc.element, { bps: a.bitRate, kbps: Math.max(1, Math.round(a.bitRate / 1000)) })} ! ${enc.parser ? `${enc.parser} ! ` : ""}queue ! mux.`,
+    );
+  }
+  return { kind: "av", cameraId: req.video?.videoSrc, description: `${branches.join(" ")} ${format.muxer} name=mux ! ${sink}` };
+}

@@ -1,0 +1,87 @@
+// Recording pipeline API (spec part 2, com.vendor.pipeline.record.<pipeline_id>,
+// API level 32). One entry per spec method; field names are the spec's.
+import { z } from "zod";
+import type { Api } from "../../core/service";
+
+const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
+const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure]);
+const int = (min: number, max: number, what: string) => z.number().int().min(min).max(max).describe(what);
+
+export const Video = z.object({
+  videoSrc: z.string().min(1).describe("a video source of the board recipe (a camera ID such as camera1)"),
+  width: int(16, 7680, "pixels"),
+  height: int(16, 4320, "pixels"),
+  codec: z.string().min(1).describe("H264 (the board recipe may offer others)"),
+  fps: int(1, 240, "frames a second"),
+  bitRate: int(1000, 200_000_000, "bits a second"),
+});
+
+export const Audio = z.object({
+  codec: z.string().min(1).describe("AAC (the board recipe may offer others)"),
+  sampleRate: int(8000, 192000, "samples a second"),
+  channelCount: int(1, 8, "channels"),
+  bitRate: int(8000, 2_000_000, "bits a second"),
+});
+
+export const Image = z.object({
+  videoSrc: z.string().min(1).describe("a video source of the board recipe (a camera ID such as camera1)"),
+  codec: z.string().min(1).describe("JPEG"),
+  width: int(16, 7680, "pixels"),
+  height: int(16, 4320, "pixels"),
+  quality: int(1, 100, "encoder quality, 1 to 100"),
+});
+
+export const StartRequest = z
+  .looseObject({
+    video: Video.optional(),
+    audio: Audio.optional(),
+    image: Image.optional(),
+    format: z.string().min(1).describe("container: MP4 for video and audio, JPEG for an image"),
+    path: z.string().min(1).describe("absolute path of the output file"),
+  })
+  .refine((r) => !!(r.video || r.audio || r.image), { message: "at least one of video, audio, image" });
+
+export type StartRequest = z.output<typeof StartRequest>;
+
+/** The pushed event (spec: Recording pipeline event). */
+export const RecordEvent = z.looseObject({
+  returnValue: z.literal(true),
+  id: z.string().describe("the camera ID of the recording (the pipeline ID when it has no video)"),
+  eventType: z.enum(["endOfStream", "error", "warning", "stateChanged"]),
+});
+
+export const api = {
+  pause: {
+    summary: "Pauses a recording (PAUSED): nothing is recorded until resume. Invalid state unless recording.",
+    request: z.looseObject({}),
+    response: answer({}),
+    level: 32,
+  },
+  resume: {
+    summary: "Resumes a paused recording (PLAYING); the file goes on without a gap. Invalid state unless paused.",
+    request: z.looseObject({}),
+    response: answer({}),
+    level: 32,
+  },
+  start: {
+    summary:
+      "Builds the pipeline (sources and encoders from the board recipe) and records to path: video and/or audio into fragmented MP4, or one image as JPEG. Answers once the pipeline is PLAYING.",
+    request: StartRequest,
+    response: answer({}),
+    level: 32,
+  },
+  stop: {
+    summary: "Stops the recording: end-of-stream through the pipeline, the file finalized on disk, the pipeline released.",
+    request: z.looseObject({}),
+    response: answer({}),
+    level: 32,
+  },
+  subscribe: {
+    summary:
+      "With subscribe true: the pipeline's events are pushed ({returnValue, id, eventType: endOfStream | error | warning | stateChanged, ...}); the first answer carries the recorder's state.",
+    request: z.looseObject({ subscribe: z.boolean().optional() }),
+    response: answer({ subscribed: z.boolean(), state: z.string() }),
+    subscribable: true,
+    level: 32,
+  },
+} satisfies Api;

@@ -1,0 +1,297 @@
+// Recording pipeline (spec part 2, com.vendor.pipeline.record.<pipeline_id>). One
+// instance per pipeline ID of the board recipe's `record` section, each on its own
+// bus name (ServiceModule.instances). An instance builds a GStreamer pipeline per
+// start (src/ffi/gst.ts, in this process: its bus is read on the event source) and
+// follows the spec's state table; the pipeline's bus messages are pushed to
+// subscribers. Choices where the spec is silent: docs/decisions/record.md.
+import { accessSync, constants, existsSync, rmSync, statSync } from "node:fs";
+import { dirname, isAbsolute } from "node:path";
+import { raise, ok, type ErrorRow, type Json } from "../../core/errors";
+import { defineService, type ServiceModule, type ServiceContext, type ServiceInstance } from "../../core/service";
+import type { Board } from "../../core/board";
+import * as gst from "../../ffi/gst";
+import { api, type StartRequest } from "./schemas";
+import { E } from "./errors";
+import { plan, readRecipe, PlanError, type Recipe } from "./recipe";
+import { loadRecordOptions } from "./config";
+
+export const BUS_PREFIX = "com.vendor.pipeline.record";
+const EVENTS = "events";
+
+/** The recorder's state (spec: Recording pipeline states); starting and stopping are the moments in between. */
+export type RecorderState = "idle" | "starting" | "recording" | "paused" | "stopping" | "stopped";
+
+interface Recording {
+  pipeline: gst.Pipeline;
+  path: string;
+  kind: "av" | "image";
+  cameraId?: string;
+  /** End-of-stream reached the sinks. */
+  eos: boolean;
+  /** The first error an element posted. */
+  error?: string;
+  /** Waiters for the next bus message of interest. */
+  waiters: Set<(m: gst.BusMessage) => void>;
+}
+
+const BAD_REQUEST: Record<string, ErrorRow> = {
+  start: E.notCreated,
+  pause: E.invalidState,
+  resume: E.invalidState,
+  stop: E.unloadFailed,
+  subscribe: E.subscriptionAddFail,
+};
+const INTERNAL: Record<string, ErrorRow> = { ...BAD_REQUEST, start: E.loadFailed };
+const row = (table: Record<string, ErrorRow>, method: string) => table[method] ?? E.notCreated;
+
+/** Loads GStreamer's plugins of the recipe's default pipeline once per process, at start-up rather than on the first start. */
+let warmed = false;
+function warmUp(recipe: Recipe, log: ServiceContext["log"]): void {
+  if (warmed) return;
+  warmed = true;
+  const t0 = performance.now();
+  try {
+    gst.init();
+    const video = Object.keys(recipe.encoders).find((k) => recipe.encoders[k]!.kind === "video");
+    const audio = Object.keys(recipe.encoders).find((k) => recipe.encoders[k]!.kind === "audio");
+    const cam = Object.keys(recipe.videoSources)[0];
+    const format = Object.keys(recipe.formats)[0];
+    if (video && audio && cam && format) {
+      const p = plan(
+        {
+          format,
+          path: "/dev/null",
+          video: { videoSrc: cam, width: 320, height: 240, codec: video, fps: 30, bitRate: 500000 },
+          audio: { codec: audio, sampleRate: 48000, channelCount: 2, bitRate: 128000 },
+        } as StartRequest,
+        recipe,
+      );
+      gst.Pipeline.parse(p.description).dispose();
+    }
+    log.info({ gstreamer: gst.version(), ms: Math.round(performance.now() - t0) }, "GStreamer ready");
+  } catch (e) {
+    log.error({ err: e }, "GStreamer cannot build the recipe's pipeline; start will answer 'recorder not created'");
+  }
+}
+
+function instance(id: string): ServiceModule<typeof api> {
+  const busName = `${BUS_PREFIX}.${id}`;
+  return defineService({
+    spec: {
+      name: `record.${id}`,
+      busName,
+      description: `Recording pipeline ${id}: video (H264) and audio (AAC) into fragmented MP4, or an image (JPEG), from the board's sources through GStreamer.`,
+      api,
+      badRequest: (method) => raise2(row(BAD_REQUEST, method)),
+      internalError: (method) => raise2(row(INTERNAL, method)),
+    },
+    create: (ctx) => createInstance(id, ctx),
+  });
+}
+
+const raise2 = (r: ErrorRow): Json => ({ errorCode: r.code, errorText: r.text });
+
+async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceInstance<typeof api>> {
+  const recipe = readRecipe(ctx.board);
+  const options = loadRecordOptions((ctx.board.serviceConfig?.record ?? {}) as Record<string, unknown>).config;
+  warmUp(recipe, ctx.log);
+  const log = ctx.log;
+
+  let state: RecorderState = "idle";
+  let rec: Recording | undefined;
+
+  const event = (eventType: string, fields: Json = {}) => {
+    const message = { returnValue: true, id: rec?.cameraId ?? id, eventType, pipelineId: id, ...fields };
+    ctx.topics.publish(EVENTS, message);
+  };
+  const setState = (s: RecorderState) => {
+    if (s === state) return;
+    log.info({ from: state, to: s }, "recorder state");
+    state = s;
+  };
+
+  const onMessage = (r: Recording) => (m: gst.BusMessage) => {
+    if (m.type === "eos") {
+      r.eos = true;
+      event("endOfStream");
+    } else if (m.type === "error") {
+      log.error({ source: m.src, error: m.message, debug: m.debug }, "pipeline error");
+      if (r.error === undefined) {
+        r.error = m.message;
+        event("error", { errorText: m.message, source: m.src });
+      }
+    } else if (m.type === "warning") {
+      log.warn({ source: m.src, warning: m.message }, "pipeline warning");
+      event("warning", { errorText: m.message, source: m.src });
+    } else if (m.type === "state-changed" && m.fromPipeline) {
+      event("stateChanged", { state: m.newState, previousState: m.oldState });
+    }
+    for (const w of [...r.waiters]) w(m);
+  };
+
+  /** Resolves with the first message that pred accepts, or null after ms. */
+  const waitFor = (r: Recording, pred: (m: gst.BusMessage) => boolean, ms: number) =>
+    new Promise<gst.BusMessage | null>((resolve) => {
+      const w = (m: gst.BusMessage) => {
+        if (!pred(m)) return;
+        r.waiters.delete(w);
+        clearTimeout(timer);
+        resolve(m);
+      };
+      const timer = setTimeout(() => {
+        r.waiters.delete(w);
+        resolve(null);
+      }, ms);
+      r.waiters.add(w);
+    });
+
+  /** Ends a recording's pipeline; returns whether GStreamer set it to NULL. */
+  const release = (r: Recording): boolean => {
+    r.waiters.clear();
+    const result = r.pipeline.dispose();
+    if (rec === r) rec = undefined;
+    return result !== gst.GST_STATE_CHANGE_FAILURE;
+  };
+
+  const writable = (path: string): string | null => {
+    if (!isAbsolute(path)) return "the path is not absolute";
+    if (path.endsWith("/")) return "the path names a directory";
+    try {
+      if (existsSync(path)) {
+        if (!statSync(path).isFile()) return "the path exists and is not a regular file";
+        accessSync(path, constants.W_OK);
+      } else accessSync(dirname(path), constants.W_OK | constants.X_OK);
+      return null;
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  const start = async (req: StartRequest) => {
+    if (state === "starting" || state === "recording" || state === "paused" || state === "stopping") {
+      log.warn({ state }, "start refused: a recorder is loaded");
+      raise(E.notCreated);
+    }
+    let p;
+    try {
+      p = plan(req, recipe);
+    } catch (e) {
+      if (!(e instanceof PlanError)) throw e;
+      log.warn({ reason: e.message }, "start refused");
+      raise(E.notCreated);
+    }
+    const why = writable(req.path);
+    if (why) {
+      log.warn({ path: req.path, reason: why }, "start refused: the path is not writable");
+      raise(E.notCreated);
+    }
+    let pipeline: gst.Pipeline;
+    try {
+      pipeline = gst.Pipeline.parse(p.description);
+      pipeline.setProperty("sink", "location", req.path);
+    } catch (e) {
+      log.warn({ err: e, description: p.description }, "start refused: the pipeline cannot be built");
+      raise(E.notCreated);
+    }
+    const existed = existsSync(req.path);
+    const r: Recording = { pipeline, path: req.path, kind: p.kind, cameraId: p.cameraId, eos: false, waiters: new Set() };
+    rec = r;
+    setState("starting");
+    pipeline.watchBus(onMessage(r));
+    const playing = waitFor(r, (m) => m.type === "error" || (m.type === "state-changed" && m.fromPipeline && m.newState === "playing"), options.startTimeoutMs);
+    const result = pipeline.setState(gst.GST_STATE_PLAYING);
+    const m = result === gst.GST_STATE_CHANGE_FAILURE ? null : await playing;
+    if (!m || m.type === "error" || r.error !== undefined) {
+      log.warn({ result, error: r.error, timedOut: !m && result !== gst.GST_STATE_CHANGE_FAILURE, description: p.description }, "start failed: the pipeline did not reach PLAYING");
+      release(r);
+      if (!existed) rmSync(req.path, { force: true });
+      setState("idle");
+      raise(E.loadFailed);
+    }
+    log.info({ path: req.path, kind: p.kind, description: p.description }, "recording");
+    setState("recording");
+    return ok();
+  };
+
+  const stop = async () => {
+    const r = rec;
+    if (!r || (state !== "recording" && state !== "paused")) raise(E.alreadyUnloaded);
+    setState("stopping");
+    try {
+      if (r.error === undefined && !r.eos) {
+        const done = waitFor(r, (m) => m.type === "eos" || m.type === "error", options.stopTimeoutMs);
+        // A paused live pipeline does not move data: EOS needs it playing.
+        if (r.pipeline.state().current !== "playing") r.pipeline.setState(gst.GST_STATE_PLAYING);
+        r.pipeline.sendEos();
+        const m = await done;
+        if (!m) log.error({ timeoutMs: options.stopTimeoutMs }, "stop: end-of-stream did not reach the file in time");
+      }
+      if (r.error !== undefined || !r.eos) {
+        release(r);
+        raise(E.unloadFailed);
+      }
+      if (!release(r)) raise(E.releaseFailed);
+      let size = 0;
+      try {
+        size = statSync(r.path).size;
+      } catch {}
+      if (size === 0) {
+        log.error({ path: r.path }, "stop: the output file is not there after the pipeline stopped");
+        raise(E.releaseFailed);
+      }
+      log.info({ path: r.path, bytes: size }, "recording saved");
+      return ok();
+    } finally {
+      if (rec === r) release(r);
+      setState("stopped");
+    }
+  };
+
+  return {
+    handlers: {
+      start,
+      stop,
+      pause: () => {
+        if (state !== "recording" || !rec) raise(E.invalidState);
+        if (rec.pipeline.setState(gst.GST_STATE_PAUSED) === gst.GST_STATE_CHANGE_FAILURE) raise(E.invalidState);
+        setState("paused");
+        return ok();
+      },
+      resume: () => {
+        if (state !== "paused" || !rec) raise(E.invalidState);
+        if (rec.pipeline.setState(gst.GST_STATE_PLAYING) === gst.GST_STATE_CHANGE_FAILURE) raise(E.invalidState);
+        setState("recording");
+        return ok();
+      },
+      subscribe: (req, call) => {
+        if (req.subscribe !== true || !call.subscription) raise(E.subscriptionAddFail);
+        if (ctx.topics.count(EVENTS) >= options.maxSubscribers) {
+          log.warn({ max: options.maxSubscribers, caller: call.caller.name }, "subscribe refused: the pipeline has its most subscribers");
+          raise(E.subscriptionAddFail);
+        }
+        ctx.topics.add(EVENTS, call.subscription);
+        return ok({ subscribed: true, state });
+      },
+    },
+    stop() {
+      if (rec) release(rec);
+    },
+  };
+}
+
+/** The family: hosted as one instance per pipeline ID of the board recipe. */
+export default defineService({
+  spec: {
+    name: "record",
+    busName: `${BUS_PREFIX}.<pipeline_id>`,
+    description:
+      "Recording pipeline: one instance per pipeline ID of the board recipe (com.vendor.pipeline.record.<id>), recording video and audio to fragmented MP4 or an image to JPEG through GStreamer.",
+    api,
+    badRequest: (method) => raise2(row(BAD_REQUEST, method)),
+    internalError: (method) => raise2(row(INTERNAL, method)),
+  },
+  create() {
+    throw new Error("the recording pipeline is hosted as its instances (com.vendor.pipeline.record.<id>)");
+  },
+  instances: (board: Board) => readRecipe(board).pipelines.map(instance),
+});

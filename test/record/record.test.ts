@@ -1,0 +1,80 @@
+// Recording through the service on a real bus: video and audio with a pause, the
+// file checked with ffprobe; an image of the requested size; events pushed.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Json } from "../../src/core/errors";
+import { recordEnv, ffprobe, VIDEO, AUDIO, MAIN, type RecordEnv } from "./env";
+
+let r: RecordEnv;
+beforeAll(async () => {
+  r = await recordEnv();
+});
+afterAll(async () => {
+  await r?.stop();
+});
+
+test("2 s of video and audio with a pause in the middle: H264 and AAC, 2 s long within 10%", async () => {
+  const events: Json[] = [];
+  const sub = await r.client.subscribe(MAIN, "subscribe", {}, (m) => events.push(m));
+  expect(sub.first).toEqual({ returnValue: true, subscribed: true, state: "idle" });
+  const path = join(r.dir, "av.mp4");
+  expect(await r.call("start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
+  await Bun.sleep(1000);
+  expect(await r.call("pause")).toEqual({ returnValue: true });
+  await Bun.sleep(1000);
+  expect(await r.call("resume")).toEqual({ returnValue: true });
+  await Bun.sleep(1000);
+  expect(await r.call("stop")).toEqual({ returnValue: true });
+  const p = ffprobe(path);
+  const kinds = p.streams.map((s) => `${s.codec_type}:${s.codec_name}`).sort();
+  expect(kinds).toEqual(["audio:aac", "video:h264"]);
+  expect(p.streams.find((s) => s.codec_type === "video")).toMatchObject({ width: 320, height: 240 });
+  expect(p.duration).toBeGreaterThan(1.8);
+  expect(p.duration).toBeLessThan(2.2);
+  // The pipeline's own messages reached the subscriber.
+  const types = events.map((e) => e.eventType);
+  expect(types).toContain("endOfStream");
+  expect(events.filter((e) => e.eventType === "stateChanged").map((e) => e.state)).toEqual(
+    ["ready", "paused", "playing", "paused", "playing"],
+  );
+  expect(events.find((e) => e.eventType === "endOfStream")).toMatchObject({ returnValue: true, id: "camera1", pipelineId: "main" });
+  await sub.cancel();
+}, 30000);
+
+test("audio alone into MP4", async () => {
+  const path = join(r.dir, "audio.mp4");
+  expect(await r.call("start", { audio: { ...AUDIO, channelCount: 1, sampleRate: 44100 }, format: "mp4", path })).toEqual({ returnValue: true });
+  await Bun.sleep(1000);
+  expect(await r.call("stop")).toEqual({ returnValue: true });
+  const p = ffprobe(path);
+  expect(p.streams.map((s) => s.codec_name)).toEqual(["aac"]);
+  expect(p.duration).toBeGreaterThan(0.8);
+}, 20000);
+
+test("an image is one JPEG of the requested size", async () => {
+  const events: Json[] = [];
+  const sub = await r.client.subscribe(MAIN, "subscribe", {}, (m) => events.push(m));
+  const path = join(r.dir, "still.jpg");
+  expect(await r.call("start", { image: { videoSrc: "camera1", codec: "JPEG", width: 200, height: 150, quality: 80 }, format: "JPEG", path })).toEqual({
+    returnValue: true,
+  });
+  // One frame: the pipeline ends by itself and says so.
+  const end = Date.now() + 5000;
+  while (!events.some((e) => e.eventType === "endOfStream") && Date.now() < end) await Bun.sleep(20);
+  expect(events.some((e) => e.eventType === "endOfStream")).toBe(true);
+  expect(await r.call("stop")).toEqual({ returnValue: true });
+  const p = ffprobe(path);
+  expect(p.streams).toHaveLength(1);
+  expect(p.streams[0]).toMatchObject({ codec_name: "mjpeg", width: 200, height: 150 });
+  const bytes = new Uint8Array(await Bun.file(path).arrayBuffer());
+  expect([bytes[0], bytes[1]]).toEqual([0xff, 0xd8]);
+  await sub.cancel();
+}, 20000);
+
+test("a stopped recorder starts again on the same instance", async () => {
+  const path = join(r.dir, "again.mp4");
+  expect(await r.call("start", { video: VIDEO, format: "MP4", path })).toEqual({ returnValue: true });
+  await Bun.sleep(600);
+  expect(await r.call("stop")).toEqual({ returnValue: true });
+  expect(ffprobe(path).streams.map((s) => s.codec_name)).toEqual(["h264"]);
+}, 20000);
