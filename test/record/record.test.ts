@@ -78,3 +78,26 @@ test("a stopped recorder starts again on the same instance", async () => {
   expect(await r.call("stop")).toEqual({ returnValue: true });
   expect(ffprobe(path).streams.map((s) => s.codec_name)).toEqual(["h264"]);
 }, 20000);
+
+test("start, pause, resume and stop hold the main thread (which hosts every service) only briefly", async () => {
+  let last = performance.now(), worst = 0;
+  const tick = setInterval(() => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+  }, 5);
+  try {
+    const path = join(r.dir, "thread.mp4");
+    expect(await r.call("start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
+    await Bun.sleep(300);
+    expect(await r.call("pause")).toEqual({ returnValue: true });
+    expect(await r.call("resume")).toEqual({ returnValue: true });
+    await Bun.sleep(300);
+    expect(await r.call("stop")).toEqual({ returnValue: true });
+  } finally {
+    clearInterval(tick);
+  }
+  // Quiet runs measure under 20 ms; the bound leaves room for two shared cores.
+  console.log(`worst gap of a 5 ms timer: ${worst.toFixed(1)} ms`);
+  expect(worst).toBeLessThan(150);
+}, 20000);
