@@ -103,6 +103,10 @@ try {
     if (Date.now() > deadline) throw new Error("the service did not take its name in 20 s");
     await Bun.sleep(50);
   }
+  // The service process's own cost when not recording (Bun, the bus, the event source).
+  const i0 = cpuSeconds(service.pid), it0 = performance.now();
+  await Bun.sleep(3000);
+  const idle = (cpuSeconds(service.pid) - i0) / ((performance.now() - it0) / 1000);
   const svc: number[] = [], whole: number[] = [], ref: number[] = [];
   for (let i = 0; i < rounds; i++) {
     const s = await serviceRound(i);
@@ -111,7 +115,7 @@ try {
     ref.push((await gstRound(i)).steady);
   }
   const common = { seconds, format: `${width}x${height} @ ${fps} H264 2 Mbit/s + AAC 48 kHz stereo, fragmented MP4`, rounds };
-  console.log(JSON.stringify({ ...common, what: "devservices record (compiled binary)", cpuSecondsPerRecordedSecond: round3(median(svc)), startToStopAnswered: round3(median(whole)) }));
+  console.log(JSON.stringify({ ...common, what: "devservices record (compiled binary)", cpuSecondsPerRecordedSecond: round3(median(svc)), startToStopAnswered: round3(median(whole)), idleCpuSecondsPerSecond: round3(idle) }));
   console.log(JSON.stringify({ ...common, what: "gst-launch-1.0, the same description", cpuSecondsPerRecordedSecond: round3(median(ref)) }));
   console.log(JSON.stringify({ serviceOverGstLaunch: Math.round((median(svc) / median(ref)) * 1000) / 1000, perRound: svc.map((s, i) => round3(s / ref[i]!)) }));
 } finally {
