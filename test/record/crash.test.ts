@@ -48,3 +48,27 @@ test.skipIf(!binaryBuilt())("a service killed with SIGKILL mid-recording leaves 
     proc.kill("SIGKILL");
   }
 }, 40000);
+
+test.skipIf(!binaryBuilt())("a service stopped with SIGTERM mid-recording finishes the file first", async () => {
+  const proc = spawn([BINARY, "serve", "record", "--bus", bus.address, "--state-dir", join(dir, "state"), "--log-level", "warn"], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  try {
+    await eventually(() => client.hasOwner(MAIN), 20000, 50);
+    const path = join(dir, "term.mp4");
+    expect(await client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
+    const started = Date.now();
+    await Bun.sleep(1800);
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+    const recorded = (Date.now() - started) / 1000;
+    const p = ffprobe(path);
+    expect(p.streams.map((s) => s.codec_name).sort()).toEqual(["aac", "h264"]);
+    // Finished, not cut at a fragment: within a frame or two of what was recorded.
+    expect(p.duration).toBeGreaterThan(recorded - 0.3);
+  } finally {
+    proc.kill("SIGKILL");
+  }
+}, 40000);

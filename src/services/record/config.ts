@@ -11,6 +11,8 @@ export const RecordOptions = z.object({
   startTimeoutMs: ms(5000),
   /** How long stop waits for end-of-stream to reach the file. */
   stopTimeoutMs: ms(10000),
+  /** How long a service that is stopping waits for a recording's end-of-stream. */
+  shutdownEosMs: ms(3000),
   /** Subscribers a pipeline instance accepts (one more: Subscription add fail). */
   maxSubscribers: ms(32),
 });

@@ -273,8 +273,19 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
         return ok({ subscribed: true, state });
       },
     },
-    stop() {
-      if (rec) release(rec);
+    /** The service is stopping: a recording is finished (end-of-stream, at most shutdownEosMs) rather than cut. */
+    async stop() {
+      const r = rec;
+      if (!r) return;
+      if (r.error === undefined && !r.eos && (state === "recording" || state === "paused")) {
+        const done = waitFor(r, (m) => m.type === "eos" || m.type === "error", options.shutdownEosMs);
+        if (r.pipeline.state().current !== "playing") r.pipeline.setState(gst.GST_STATE_PLAYING);
+        r.pipeline.sendEos();
+        if (!(await done)) log.warn({ path: r.path, timeoutMs: options.shutdownEosMs }, "stopping: the recording is cut at its last fragment");
+        else log.info({ path: r.path }, "stopping: recording saved");
+      }
+      release(r);
+      setState("stopped");
     },
   };
 }
