@@ -19,6 +19,8 @@ export const structs = {
 export const GST_STATE_VOID_PENDING = 0, GST_STATE_NULL = 1, GST_STATE_READY = 2, GST_STATE_PAUSED = 3, GST_STATE_PLAYING = 4;
 /** GstStateChangeReturn */
 export const GST_STATE_CHANGE_FAILURE = 0, GST_STATE_CHANGE_SUCCESS = 1, GST_STATE_CHANGE_ASYNC = 2, GST_STATE_CHANGE_NO_PREROLL = 3;
+/** GstFlowReturn (the ones pushers see) */
+export const GST_FLOW_OK = 0, GST_FLOW_FLUSHING = -2, GST_FLOW_EOS = -3;
 /** GstMessageType (the ones this module decodes) */
 export const GST_MESSAGE_EOS = 1 << 0, GST_MESSAGE_ERROR = 1 << 1, GST_MESSAGE_WARNING = 1 << 2, GST_MESSAGE_STATE_CHANGED = 1 << 6;
 
@@ -49,6 +51,7 @@ function openLib() {
     gst_message_parse_state_changed: { args: [P, P, P, P], returns: V },
     gst_object_get_name: { args: [P], returns: P },
     gst_object_unref: { args: [P], returns: V },
+    gst_buffer_new_memdup: { args: [P, U64], returns: P },
     gst_mini_object_unref: { args: [P], returns: V },
   });
   const glib = dlopen("libglib-2.0.so.0", {
@@ -56,6 +59,13 @@ function openLib() {
     g_error_free: { args: [P], returns: V },
   });
   return { gst: gst.symbols, glib: glib.symbols };
+}
+
+let appLib: ReturnType<typeof openApp> | undefined;
+function openApp() {
+  return dlopen("libgstapp-1.0.so.0", {
+    gst_app_src_push_buffer: { args: [P, P], returns: I32 },
+  }).symbols;
 }
 
 let lib: Lib | undefined;
@@ -189,6 +199,32 @@ export class Pipeline {
     } finally {
       this.l.gst.gst_object_unref(el);
     }
+  }
+
+  /**
+   * Feeds a named appsrc: push(data) copies the bytes into a new GstBuffer and
+   * queues it (gst_app_src_push_buffer, which does not wait; the element's
+   * max-bytes bounds its queue). push returns GStreamer's flow return (0: OK;
+   * negative: flushing, not started or at end-of-stream, the buffer dropped).
+   */
+  appSource(element: string): { push(data: Uint8Array): number; close(): void } {
+    const el = this.l.gst.gst_bin_get_by_name(this.h, cbuf(element));
+    if (!el) throw new GstError("gst_bin_get_by_name", `no element named ${element}`);
+    appLib ??= openApp();
+    const app = appLib;
+    let ref: Pointer | null = el as Pointer;
+    return {
+      push: (data) => {
+        if (!ref) return GST_FLOW_FLUSHING;
+        const buf = this.l.gst.gst_buffer_new_memdup(ptr(data), BigInt(data.length));
+        if (!buf) throw new GstError("gst_buffer_new_memdup", "no buffer");
+        return app.gst_app_src_push_buffer(ref, buf);
+      },
+      close: () => {
+        if (ref) this.l.gst.gst_object_unref(ref);
+        ref = null;
+      },
+    };
   }
 
   /** Asks for a state; returns GStreamer's answer (GST_STATE_CHANGE_*). */

@@ -18,14 +18,20 @@ checkAgainstHeaders("gst.ts mirrors gst/gst.h and glib.h", {
   includeDirs,
   skip: !existsSync("/usr/include/gstreamer-1.0/gst/gst.h"),
   structs: gst.structs,
-  consts: sameNames({
+  // The probe prints unsigned values: negative enumerators are compared negated.
+  consts: {
+    GST_FLOW_FLUSHING: ["-GST_FLOW_FLUSHING", -gst.GST_FLOW_FLUSHING],
+    GST_FLOW_EOS: ["-GST_FLOW_EOS", -gst.GST_FLOW_EOS],
+    ...sameNames({
     GST_STATE_VOID_PENDING: gst.GST_STATE_VOID_PENDING, GST_STATE_NULL: gst.GST_STATE_NULL, GST_STATE_READY: gst.GST_STATE_READY,
     GST_STATE_PAUSED: gst.GST_STATE_PAUSED, GST_STATE_PLAYING: gst.GST_STATE_PLAYING,
     GST_STATE_CHANGE_FAILURE: gst.GST_STATE_CHANGE_FAILURE, GST_STATE_CHANGE_SUCCESS: gst.GST_STATE_CHANGE_SUCCESS,
     GST_STATE_CHANGE_ASYNC: gst.GST_STATE_CHANGE_ASYNC, GST_STATE_CHANGE_NO_PREROLL: gst.GST_STATE_CHANGE_NO_PREROLL,
     GST_MESSAGE_EOS: gst.GST_MESSAGE_EOS, GST_MESSAGE_ERROR: gst.GST_MESSAGE_ERROR, GST_MESSAGE_WARNING: gst.GST_MESSAGE_WARNING,
     GST_MESSAGE_STATE_CHANGED: gst.GST_MESSAGE_STATE_CHANGED,
-  }),
+    GST_FLOW_OK: gst.GST_FLOW_OK,
+    }),
+  },
 });
 
 /** Collects a pipeline's bus messages until one matches. */
@@ -103,4 +109,26 @@ test("an unknown element name for setProperty throws", () => {
   } finally {
     p.dispose();
   }
+});
+
+test("an appsrc fed from JavaScript: the bytes pushed reach the sink's file", async () => {
+  const { mkdtempSync, readFileSync, rmSync } = await import("node:fs");
+  const dir = mkdtempSync("/tmp/gst-appsrc-");
+  const p = gst.Pipeline.parse("appsrc name=src format=bytes ! filesink name=out");
+  p.setProperty("out", "location", `${dir}/out.bin`);
+  const src = p.appSource("src");
+  try {
+    const done = until(p, (m) => m.type === "eos" || m.type === "error");
+    p.setState(gst.GST_STATE_PLAYING);
+    expect(src.push(Buffer.from("hello "))).toBe(gst.GST_FLOW_OK);
+    expect(src.push(Buffer.from("world"))).toBe(gst.GST_FLOW_OK);
+    p.sendEos();
+    expect((await done).at(-1)).toMatchObject({ type: "eos" });
+    expect(readFileSync(`${dir}/out.bin`, "utf8")).toBe("hello world");
+  } finally {
+    src.close();
+    p.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  expect(() => p.appSource("src")).toThrow(/disposed/);
 });
