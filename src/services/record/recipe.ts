@@ -33,12 +33,26 @@ export const DEFAULT_FORMATS: Record<string, z.input<typeof Format>> = {
   MP4: { muxer: "mp4mux fragment-duration=500", codecs: ["H264", "AAC"] },
 };
 
+/**
+ * A video source that is the camera service's stream of one camera (com.vendor.service.camera2):
+ * the camera is opened as primary, set to this YUV format and streamed into shared
+ * memory; its frames are pushed into the pipeline through an appsrc.
+ */
+const CameraStream = z.object({
+  camera: z.string().min(1),
+  width: z.number().int().positive().default(640),
+  height: z.number().int().positive().default(480),
+  fps: z.number().int().positive().default(30),
+});
+export type CameraStream = z.output<typeof CameraStream>;
+const VideoSource = z.union([fragment, CameraStream]);
+
 const ID = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const RecordSection = z.object({
   /** Pipeline IDs: each is served as com.vendor.pipeline.record.<id>. */
   pipelines: z.array(z.string().regex(ID, "a pipeline ID is letters, digits and _ (a bus name label)")).min(1).default(["main"]),
   /** Video sources by the ID requests name in videoSrc (camera1 -> "v4l2src device=/dev/video0"). */
-  videoSources: z.record(z.string(), fragment).default({ camera1: "videotestsrc is-live=true pattern=ball" }),
+  videoSources: z.record(z.string(), VideoSource).default({ camera1: "videotestsrc is-live=true pattern=ball" }),
   /** The audio source (alsasrc, pulsesrc; audiotestsrc on the virtual board). */
   audioSource: fragment.default("audiotestsrc is-live=true wave=sine volume=0.3"),
   /** Encoders by codec name, added to (or replacing) the software defaults. */
@@ -74,7 +88,12 @@ export interface Plan {
   kind: "av" | "image";
   /** The camera ID of the recording, when it has video. */
   cameraId?: string;
+  /** The camera service's stream feeding the appsrc named `camera` (when the source is one). */
+  cameraStream?: CameraStream;
 }
+
+/** The appsrc a camera service stream is pushed into (YUYV frames, timestamped on arrival). */
+export const CAMERA_APPSRC = "camera";
 
 const fill = (t: string, v: Record<string, number>) =>
   t.replace(/\{(\w+)\}/g, (m, k: string) => {
@@ -89,10 +108,16 @@ export function plan(req: StartRequest, recipe: Recipe): Plan {
     if (!e || e.kind !== kind) throw new PlanError(`no ${kind} codec ${codec} on this board (${Object.keys(recipe.encoders).filter((k) => recipe.encoders[k]!.kind === kind).join(", ")})`);
     return e;
   };
+  let cameraStream: CameraStream | undefined;
   const source = (id: string) => {
     const s = recipe.videoSources[id];
     if (!s) throw new PlanError(`no video source ${id} on this board (${Object.keys(recipe.videoSources).join(", ")})`);
-    return s;
+    if (typeof s === "string") return s;
+    cameraStream = s;
+    return (
+      `appsrc name=${CAMERA_APPSRC} is-live=true do-timestamp=true format=time leaky-type=upstream max-bytes=${s.width * s.height * 2 * 4} ` +
+      `caps=video/x-raw,format=YUY2,width=${s.width},height=${s.height},framerate=${s.fps}/1`
+    );
   };
   const sink = "filesink name=sink buffer-mode=unbuffered";
   if (req.image) {
@@ -101,11 +126,13 @@ export function plan(req: StartRequest, recipe: Recipe): Plan {
     const i = req.image;
     if (req.format.toUpperCase() !== i.codec.toUpperCase()) throw new PlanError(`an image's format is its codec (${i.codec}), not ${req.format}`);
     const enc = encoder(i.codec, "image");
+    const src = source(i.videoSrc);
     return {
       kind: "image",
       cameraId: i.videoSrc,
+      cameraStream,
       description:
-        `${source(i.videoSrc)} ! identity eos-after=2 ! videoconvert ! videoscale ! video/x-raw,width=${i.width},height=${i.height} ! ` +
+        `${src} ! identity eos-after=2 ! videoconvert ! videoscale ! video/x-raw,width=${i.width},height=${i.height} ! ` +
         `${fill(enc.element, { quality: i.quality })} ! ${sink}`,
     };
   }
@@ -130,5 +157,5 @@ export function plan(req: StartRequest, recipe: Recipe): Plan {
         `${fill(enc.element, { bps: a.bitRate, kbps: Math.max(1, Math.round(a.bitRate / 1000)) })} ! ${enc.parser ? `${enc.parser} ! ` : ""}queue ! mux.`,
     );
   }
-  return { kind: "av", cameraId: req.video?.videoSrc, description: `${branches.join(" ")} ${format.muxer} name=mux ! ${sink}` };
+  return { kind: "av", cameraId: req.video?.videoSrc, cameraStream, description: `${branches.join(" ")} ${format.muxer} name=mux ! ${sink}` };
 }

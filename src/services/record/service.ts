@@ -12,10 +12,13 @@ import type { Board } from "../../core/board";
 import * as gst from "../../ffi/gst";
 import { api, type StartRequest } from "./schemas";
 import { E } from "./errors";
-import { plan, readRecipe, PlanError, type Recipe } from "./recipe";
+import { plan, readRecipe, PlanError, CAMERA_APPSRC, type CameraStream, type Recipe } from "./recipe";
+import { FrameReader } from "../camera/reader";
+import { closeFd } from "../../ffi/libc";
 import { loadRecordOptions } from "./config";
 
 export const BUS_PREFIX = "com.vendor.pipeline.record";
+const CAMERA = "com.vendor.service.camera2";
 const EVENTS = "events";
 
 /** The recorder's state (spec: Recording pipeline states); starting and stopping are the moments in between. */
@@ -32,6 +35,16 @@ interface Recording {
   error?: string;
   /** Waiters for the next bus message of interest. */
   waiters: Set<(m: gst.BusMessage) => void>;
+  /** The camera service's stream feeding the pipeline, when the source is one. */
+  feed?: CameraFeed;
+}
+
+/** A camera opened on the camera service, streaming into shared memory that this process maps. */
+interface CameraFeed {
+  reader: FrameReader;
+  eventFd: number;
+  /** Stops the stream's watch here; stops and closes the camera on the service (in the background). */
+  close(): void;
 }
 
 const BAD_REQUEST: Record<string, ErrorRow> = {
@@ -145,9 +158,57 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       r.waiters.add(w);
     });
 
+  /** Opens the camera on the camera service and maps its stream (throws with the reason). */
+  const openCamera = async (c: CameraStream): Promise<CameraFeed> => {
+    const check = (what: string, m: Json) => {
+      if (m.returnValue !== true) throw new Error(`camera ${c.camera} ${what}: ${JSON.stringify(m)}`);
+      return m;
+    };
+    const opened = check("open", await ctx.peers.call(CAMERA, "open", { id: c.camera, mode: "primary" }));
+    const handle = opened.handle as number;
+    const fds: number[] = [];
+    const giveBack = () => {
+      for (const fd of fds.splice(0)) closeFd(fd);
+      void (async () => {
+        await ctx.peers.call(CAMERA, "stopCamera", { handle }).catch(() => {});
+        await ctx.peers.call(CAMERA, "close", { handle }).catch(() => {});
+      })().catch((e) => log.warn({ err: e, camera: c.camera }, "camera not closed"));
+    };
+    try {
+      check("setFormat", await ctx.peers.call(CAMERA, "setFormat", { handle, params: { width: c.width, height: c.height, format: "YUV", fps: c.fps } }));
+      check("startCamera", await ctx.peers.call(CAMERA, "startCamera", { handle, params: { type: "posixshm" } }));
+      const ev = await ctx.peers.callForFd(CAMERA, "getFd", { handle, type: "event" });
+      if (ev.fd === undefined) check("getFd event", ev.response);
+      fds.push(ev.fd!);
+      const buf = await ctx.peers.callForFd(CAMERA, "getFd", { handle, type: "buffer" });
+      if (buf.fd === undefined) check("getFd buffer", buf.response);
+      const reader = FrameReader.fromFd(buf.fd!);
+      closeFd(buf.fd!);
+      const info = reader.info;
+      if (info.fourcc !== "YUYV" || info.width !== c.width || info.height !== c.height) {
+        reader.close();
+        throw new Error(`camera ${c.camera} streams ${info.fourcc} ${info.width}x${info.height}, not YUYV ${c.width}x${c.height}`);
+      }
+      reader.skipToLatest();
+      return {
+        reader,
+        eventFd: ev.fd!,
+        close() {
+          reader.close();
+          giveBack();
+        },
+      };
+    } catch (e) {
+      giveBack();
+      throw e;
+    }
+  };
+
   /** Ends a recording's pipeline; returns whether GStreamer set it to NULL. */
   const release = (r: Recording): boolean => {
     r.waiters.clear();
+    r.feed?.close();
+    r.feed = undefined;
     const result = r.pipeline.dispose();
     if (rec === r) rec = undefined;
     return result !== gst.GST_STATE_CHANGE_FAILURE;
@@ -197,6 +258,28 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
     const r: Recording = { pipeline, path: req.path, kind: p.kind, cameraId: p.cameraId, eos: false, waiters: new Set() };
     rec = r;
     setState("starting");
+    if (p.cameraStream) {
+      try {
+        r.feed = await openCamera(p.cameraStream);
+      } catch (e) {
+        log.warn({ err: e }, "start failed: the camera service's stream cannot be had");
+        release(r);
+        setState("idle");
+        raise(E.loadFailed);
+      }
+      const src = pipeline.appSource(CAMERA_APPSRC);
+      const feed = r.feed;
+      feed.reader.watch(feed.eventFd, (f) => {
+        // Paused: frames are not queued (the running time stops; resume goes on from now).
+        if (state === "paused") return;
+        src.push(f.data);
+      });
+      const close = feed.close;
+      feed.close = () => {
+        close();
+        src.close();
+      };
+    }
     pipeline.watchBus(onMessage(r));
     const playing = waitFor(r, (m) => m.type === "error" || (m.type === "state-changed" && m.fromPipeline && m.newState === "playing"), options.startTimeoutMs);
     const result = pipeline.setState(gst.GST_STATE_PLAYING);
