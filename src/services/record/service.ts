@@ -37,14 +37,16 @@ interface Recording {
   waiters: Set<(m: gst.BusMessage) => void>;
   /** The camera service's stream feeding the pipeline, when the source is one. */
   feed?: CameraFeed;
+  /** The camera being given back (after release). */
+  closing?: Promise<void>;
 }
 
 /** A camera opened on the camera service, streaming into shared memory that this process maps. */
 interface CameraFeed {
   reader: FrameReader;
   eventFd: number;
-  /** Stops the stream's watch here; stops and closes the camera on the service (in the background). */
-  close(): void;
+  /** Stops the stream's watch here; stops and closes the camera on the service (resolves when it answered). */
+  close(): Promise<void>;
 }
 
 const BAD_REQUEST: Record<string, ErrorRow> = {
@@ -167,12 +169,11 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
     const opened = check("open", await ctx.peers.call(CAMERA, "open", { id: c.camera, mode: "primary" }));
     const handle = opened.handle as number;
     const fds: number[] = [];
-    const giveBack = () => {
+    const giveBack = async () => {
       for (const fd of fds.splice(0)) closeFd(fd);
-      void (async () => {
-        await ctx.peers.call(CAMERA, "stopCamera", { handle }).catch(() => {});
-        await ctx.peers.call(CAMERA, "close", { handle }).catch(() => {});
-      })().catch((e) => log.warn({ err: e, camera: c.camera }, "camera not closed"));
+      await ctx.peers.call(CAMERA, "stopCamera", { handle }).catch(() => {});
+      const closed = await ctx.peers.call(CAMERA, "close", { handle }).catch((e) => ({ returnValue: false, error: String(e) }));
+      if (closed.returnValue !== true) log.warn({ camera: c.camera, handle, answer: closed }, "the camera was not closed");
     };
     try {
       check("setFormat", await ctx.peers.call(CAMERA, "setFormat", { handle, params: { width: c.width, height: c.height, format: "YUV", fps: c.fps } }));
@@ -195,11 +196,11 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
         eventFd: ev.fd!,
         close() {
           reader.close();
-          giveBack();
+          return giveBack();
         },
       };
     } catch (e) {
-      giveBack();
+      await giveBack();
       throw e;
     }
   };
@@ -207,7 +208,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
   /** Ends a recording's pipeline; returns whether GStreamer set it to NULL. */
   const release = (r: Recording): boolean => {
     r.waiters.clear();
-    r.feed?.close();
+    if (r.feed) r.closing = r.feed.close();
     r.feed = undefined;
     const result = r.pipeline.dispose();
     if (rec === r) rec = undefined;
@@ -264,6 +265,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       } catch (e) {
         log.warn({ err: e }, "start failed: the camera service's stream cannot be had");
         release(r);
+        await r.closing;
         setState("idle");
         raise(E.loadFailed);
       }
@@ -276,8 +278,8 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       });
       const close = feed.close;
       feed.close = () => {
-        close();
         src.close();
+        return close();
       };
     }
     pipeline.watchBus(onMessage(r));
@@ -287,6 +289,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
     if (!m || m.type === "error" || r.error !== undefined) {
       log.warn({ result, error: r.error, timedOut: !m && result !== gst.GST_STATE_CHANGE_FAILURE, description: p.description }, "start failed: the pipeline did not reach PLAYING");
       release(r);
+      await r.closing;
       if (!existed) rmSync(req.path, { force: true });
       setState("idle");
       raise(E.loadFailed);
@@ -326,6 +329,8 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       return ok();
     } finally {
       if (rec === r) release(r);
+      // The camera service's camera is given back before stop answers.
+      await r.closing;
       setState("stopped");
     }
   };
@@ -368,6 +373,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
         else log.info({ path: r.path }, "stopping: recording saved");
       }
       release(r);
+      await r.closing;
       setState("stopped");
     },
   };
