@@ -23,7 +23,7 @@ const ROOT = resolve(import.meta.dir, "../..");
 const CALLS = Number(process.argv[2] ?? 20000);
 const RECEIVERS = Number(process.argv[3] ?? 1000);
 const INFLIGHT = 64;
-const BIN = join(ROOT, "dist/devservices");
+const BIN = process.env.DEVSERVICES_BINARY ?? join(ROOT, "dist/devservices");
 
 if (!(await Bun.file("/usr/include/systemd/sd-bus.h").exists())) {
   console.error("bench/bus: installing gcc and libsystemd-dev");

@@ -11,18 +11,10 @@ import mediaindexer from "./mediaindexer/service";
 import record from "./record/service";
 import videooutput from "./videooutput/service";
 
-export const SERVICES: Record<string, ServiceModule<any>> = {
-  testautomation,
-  intent,
-  power2,
-  filecache,
-  nettools,
-  camera,
-  mediaindexer,
-  peripheralmanager,
-  record,
-  videooutput,
-};
+/** Keyed by each service's short name (spec.name: the last label of its bus name). */
+export const SERVICES: Record<string, ServiceModule<any>> = Object.fromEntries(
+  [testautomation, intent, power2, filecache, nettools, camera, mediaindexer, peripheralmanager, record, videooutput].map((m) => [m.spec.name, m]),
+);
 
 /** Resolves a short name (`testautomation`) or full bus name to a module. */
 export function findService(nameOrBusName: string): ServiceModule<any> | undefined {

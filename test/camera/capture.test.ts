@@ -53,7 +53,7 @@ test("capture of 2 images after startCamera: two JPEGs named PictureDDMMYYYY-HHM
   expect(basename(paths[0]!).slice(7, 15)).toBe(dd);
   // Without a path: the configured capture directory (the state directory's captures/).
   const r1 = await c.call("capture", { handle: h });
-  expect((r1.path as string[])[0]).toStartWith(join(c.env.stateDir, "camera", "captures"));
+  expect((r1.path as string[])[0]).toStartWith(join(c.env.stateDir, "camera2", "captures"));
   expect(await c.call("stopCamera", { handle: h })).toEqual({ returnValue: true });
 });
 

@@ -10,7 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => c.stop());
 
-const leases = () => c.env.rt!.server.leases.count("camera/");
+const leases = () => c.env.rt!.server.leases.count("camera2/");
 
 test("open and close: a handle is a lease, closed once", async () => {
   const r = await c.call("open", { id: "camera1" });

@@ -23,8 +23,8 @@ export async function cameraEnv(config: Json = {}): Promise<CameraEnv> {
   const plugDir = mkdtempSync(join(tmpdir(), "camera-plug-"));
   const captureDir = join(env.stateDir, "pictures");
   mkdirSync(captureDir);
-  await env.start(["camera"], {
-    serviceConfig: { camera: { plugDir, windows: ["window0"], ...config } },
+  await env.start(["camera2"], {
+    serviceConfig: { camera2: { plugDir, windows: ["window0"], ...config } },
   } as any);
   const client = await env.client();
   return {

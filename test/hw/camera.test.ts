@@ -1,5 +1,5 @@
 // The camera service against vivid in the guest: the shipped binary
-// (dist/devservices serve camera) on a private bus with a board recipe selecting the
+// (dist/devservices serve camera2) on a private bus with a board recipe selecting the
 // linux backend; list, info, open (44), format and every control vivid offers set
 // and read back, streaming into POSIX and System V shared memory read through the
 // reader library (in this process and another), capture whose JPEGs decode.
@@ -48,12 +48,12 @@ guest("camera service on vivid", () => {
     bus = await startPrivateBus();
     const board = join(dir, "board.json");
     writeFileSync(board, JSON.stringify({
-      name: "camera-guest", backend: "linux", services: ["camera"],
-      serviceConfig: { camera: { devDir: "/dev", frameTimeoutMs: 20000, ringSlots: 16, displays: { screen0: { card: vkmsCard() } } } },
+      name: "camera-guest", backend: "linux", services: ["camera2"],
+      serviceConfig: { camera2: { devDir: "/dev", frameTimeoutMs: 20000, ringSlots: 16, displays: { screen0: { card: vkmsCard() } } } },
     }));
     mkdirSync(join(dir, "state"));
     mkdirSync(join(dir, "pictures"));
-    service = spawn([BINARY, "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "camera"], {
+    service = spawn([BINARY, "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "camera2"], {
       stdout: "ignore", stderr: "inherit",
     });
     client = await BusClient.connect(bus.address);

@@ -14,7 +14,7 @@ const CAMERA = "com.vendor.service.camera2";
 let env: Env, client: BusClient, dir: string;
 beforeAll(async () => {
   env = await testEnv();
-  await env.start(["camera", "record"], {
+  await env.start(["camera2", "record"], {
     record: { ...virtual.record, videoSources: { camera1: { camera: "camera1", width: 640, height: 480, fps: 30 } } },
   } as any);
   client = await env.client();

@@ -28,6 +28,7 @@ DEVSERVICES_BOARD_FILE = "${DEVSERVICES_SRC}/recipes/boards/${DEVSERVICES_BOARD}
 # The services the board runs (its "services" list), for the activation files and,
 # with DEVSERVICES_UNITS = "per-service", the instances enabled at boot.
 DEVSERVICES_SERVICES ??= "${@devservices_board_services(d)}"
+DEVSERVICES_BUS_NAMES ??= "${@devservices_bus_names(d)}"
 
 # "all-in-one": devservices.service hosts every service of the board in one process
 # (the default: meta-devservices/README.md, "Units"). "per-service": one
@@ -49,15 +50,31 @@ S = "${WORKDIR}"
 inherit features_check systemd useradd
 REQUIRED_DISTRO_FEATURES = "systemd"
 
-def devservices_board_services(d):
+def devservices_board(d):
     import json
     path = d.getVar('DEVSERVICES_BOARD_FILE')
     bb.parse.mark_dependency(d, path)
     try:
         with open(path) as f:
-            return ' '.join(json.load(f).get('services', []))
+            return json.load(f)
     except (OSError, ValueError):
-        return ''
+        return {}
+
+def devservices_board_services(d):
+    return ' '.join(devservices_board(d).get('services', []))
+
+# "<service>=<bus name>" per bus name of the board's services, for the activation files:
+# com.vendor.service.<short name>, except the recording pipeline, which owns
+# com.vendor.pipeline.record.<id> for each id of the board's record.pipelines.
+def devservices_bus_names(d):
+    board = devservices_board(d)
+    out = []
+    for service in board.get('services', []):
+        if service == 'record':
+            out += ['record=com.vendor.pipeline.record.%s' % i for i in board.get('record', {}).get('pipelines', [])]
+        else:
+            out.append('%s=com.vendor.service.%s' % (service, service))
+    return ' '.join(out)
 
 python () {
     # Say what is missing instead of failing the whole parse in the fetcher.
@@ -98,7 +115,18 @@ USERADD_PARAM:${PN} = "--system --no-create-home --home-dir /var/lib/devservices
 SYSTEMD_SERVICE:${PN} = "devservices.service"
 SYSTEMD_AUTO_ENABLE = "enable"
 
-RDEPENDS:${PN} = "dbus"
+# Libraries the executable opens by soname (bun:ffi dlopen: no automatic shlib
+# dependencies): GStreamer for the recording pipeline, libturbojpeg for camera captures.
+RDEPENDS:${PN} = "dbus gstreamer1.0 libturbojpeg"
+# The GStreamer elements of the default pipelines (docs/decisions/record.md): software
+# H264 and AAC encoders, MP4 and JPEG, test sources of the virtual board. Recommended:
+# x264 and libav need LICENSE_FLAGS_ACCEPTED += "commercial", and a board with hardware
+# encoders names its own in its board recipe.
+RRECOMMENDS:${PN} = "gstreamer1.0-plugins-base-app gstreamer1.0-plugins-base-videotestsrc \
+    gstreamer1.0-plugins-base-audiotestsrc gstreamer1.0-plugins-base-videoconvertscale \
+    gstreamer1.0-plugins-base-audioconvert gstreamer1.0-plugins-good-isomp4 gstreamer1.0-plugins-good-jpeg \
+    gstreamer1.0-plugins-good-audioparsers gstreamer1.0-plugins-bad-videoparsersbad \
+    gstreamer1.0-plugins-ugly-x264 gstreamer1.0-libav"
 
 # The Bun runtime and the application bundle are one file: stripping it removes the
 # bundle, and there are no debug symbols to split off.
@@ -136,11 +164,13 @@ do_install() {
 
     # D-Bus activation: a call to a service of the board starts the unit hosting it
     install -d ${D}${datadir}/dbus-1/system-services
-    for service in ${DEVSERVICES_SERVICES}; do
+    for entry in ${DEVSERVICES_BUS_NAMES}; do
+        service=${entry%%=*}
+        busname=${entry#*=}
         if [ "${DEVSERVICES_UNITS}" = "per-service" ]; then unit=devservices@$service.service; else unit=devservices.service; fi
-        sed -e "s/@BUSNAME@/com.vendor.service.$service/" -e "s/@UNIT@/$unit/" \
-            ${WORKDIR}/dbus/activation.service.in > ${D}${datadir}/dbus-1/system-services/com.vendor.service.$service.service
-        chmod 0644 ${D}${datadir}/dbus-1/system-services/com.vendor.service.$service.service
+        sed -e "s/@BUSNAME@/$busname/" -e "s/@UNIT@/$unit/" \
+            ${WORKDIR}/dbus/activation.service.in > ${D}${datadir}/dbus-1/system-services/$busname.service
+        chmod 0644 ${D}${datadir}/dbus-1/system-services/$busname.service
     done
 
     # udev: device groups, and the unit to start when a peripheral or camera appears

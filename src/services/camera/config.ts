@@ -1,6 +1,6 @@
 // The camera service's options (docs/services/camera.md, "Options"), read by the
 // platform's one loader (src/core/config.ts) from the board recipe's
-// serviceConfig.camera section.
+// serviceConfig.camera2 section.
 import { z } from "zod";
 import { loadConfig } from "../../core/config";
 
@@ -33,5 +33,5 @@ export const CameraOptions = z.object({
 export type CameraOptionsT = z.output<typeof CameraOptions>;
 
 export function loadCameraOptions(section: Record<string, unknown>) {
-  return loadConfig({ service: "camera", schema: CameraOptions, section, file: null });
+  return loadConfig({ service: "camera2", schema: CameraOptions, section, file: null });
 }

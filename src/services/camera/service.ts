@@ -131,7 +131,7 @@ function writableDir(dir: string): boolean {
 
 export default defineService({
   spec: {
-    name: "camera",
+    name: "camera2",
     busName: "com.vendor.service.camera2",
     description:
       "Camera service: V4L2 cameras (or the virtual board's test pattern) listed with hotplug, opened as leases, configured (format, properties), streamed into shared memory read by clients, and captured to JPEG files.",
