@@ -125,7 +125,8 @@ beforeAll(async () => {
   reader.releaseLock();
   chmodSync(join(dir, "system_bus_socket"), 0o777);
 
-  startAsDevservices([app, "serve", "--bus", address, "--state-dir", join(dir, "state"), "--log-level", "error"]);
+  // The shipped binary hosts the services of REAL; the stand-ins hold the other names (one owner per name).
+  startAsDevservices([app, "serve", "--bus", address, "--state-dir", join(dir, "state"), "--log-level", "error", ...REAL_SHORT]);
   const fake = startAsDevservices([bun, join(dir, "fake-services.js")], { DEVSERVICES_BUS: address });
   (async () => {
     let buf = "";
@@ -152,6 +153,7 @@ const REAL = {
   "com.vendor.service.power2": "getState",
   "com.vendor.service.filecache": "GetCacheStatus",
 };
+const REAL_SHORT = Object.keys(REAL).map((n) => n.split(".").pop()!);
 const ALL_NAMES = [...Object.keys(REAL), ...Object.keys(FAKE_SERVICES)];
 
 describe("ownership", () => {

@@ -65,6 +65,7 @@ describe("capabilities and device groups per unit (as systemd merges template an
     "devservices@peripheralmanager.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
     "devservices@camera2.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
     "devservices@videooutput.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
+    "devservices@record.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
   };
   for (const unit of ALL) {
     test(unit, () => {
