@@ -128,7 +128,11 @@ await Promise.all([cService.exited, dev2.exited]);
 
 // ---- footprint -----------------------------------------------------------
 console.error("bench/bus: footprint"); const board = loadBoard("virtual");
-const names = board.services.map((s) => findService(s)!.spec.busName);
+// Every bus name the board's services own (a service with instances owns one per instance).
+const names = board.services.flatMap((s) => {
+  const m = findService(s)!;
+  return (m.instances ? m.instances(board) : [m]).map((i) => i.spec.busName);
+});
 const watcher = await BusClient.connect(bus.address);
 const execTimes: number[] = [];
 let status = "";
