@@ -104,7 +104,9 @@ describe.skipIf(skip !== null)("ping and ping6", () => {
     latencies.sort((a, b) => a - b);
     expect(latencies.length).toBeGreaterThan(50);
     expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(10);
-    expect(latencies[Math.floor(latencies.length * 0.95)]!).toBeLessThan(25);
+    // The tail bounded loosely, as in the platform test (a blocked loop would hold a call for 5 s).
+    expect(latencies[Math.floor(latencies.length * 0.95)]!).toBeLessThan(100);
+    expect(latencies.at(-1)!).toBeLessThan(1000);
   }, 20000);
 
   test("a request without hostname fails its schema (general code 102)", async () => {
