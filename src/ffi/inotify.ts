@@ -94,9 +94,21 @@ export class Inotify {
   readonly fd: number;
   private w: import("./loop").Watch;
 
-  constructor(onEvents: (events: InotifyEvent[]) => void, opts: { ref?: boolean } = {}) {
+  /** A failed read is handed to onError (default: thrown into the event source, which logs it). */
+  constructor(onEvents: (events: InotifyEvent[]) => void, opts: { ref?: boolean; onError?: (e: unknown) => void } = {}) {
     this.fd = inotifyInit();
-    this.w = watchFd(this.fd, { readable: () => onEvents(readEvents(this.fd)) }, { ref: opts.ref ?? false });
+    const readable = () => {
+      let events: InotifyEvent[];
+      try {
+        events = readEvents(this.fd);
+      } catch (e) {
+        if (!opts.onError) throw e;
+        opts.onError(e);
+        return;
+      }
+      onEvents(events);
+    };
+    this.w = watchFd(this.fd, { readable }, { ref: opts.ref ?? false });
   }
 
   /** Watches path for the events of mask; the watch descriptor. */

@@ -11,6 +11,7 @@
 // the poller never spins on an fd the main thread has not served yet.
 import { ptr } from "bun:ffi";
 import { check, libc } from "./libc";
+import { workerUrl } from "./worker";
 import {
   epollLib, putEvent, SIZEOF_EPOLL_EVENT, EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLPRI, EPOLLRDHUP,
   EPOLLONESHOT, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, EPOLL_CLOEXEC,
@@ -77,7 +78,7 @@ function start(): void {
   epfd = check("epoll_create1", () => ep.epoll_create1(EPOLL_CLOEXEC));
   const pair = new Int32Array(2);
   check("socketpair", () => libc.socketpair(1 /* AF_UNIX */, 1 /* SOCK_STREAM */ | 0o2000000 /* SOCK_CLOEXEC */, 0, ptr(pair)));
-  const worker = new Worker(pollerUrl());
+  const worker = new Worker(workerUrl("ffi/poller-worker.ts"));
   worker.unref();
   worker.postMessage({ epfd, out: pair[1] });
   starting = Bun.connect({
@@ -89,14 +90,6 @@ function start(): void {
   });
 }
 
-/**
- * The worker's entry point. The compiled binary carries it as a second entry point
- * inside its own filesystem (scripts/build.ts); from source it sits beside this file.
- */
-function pollerUrl(): string {
-  if (Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/")) return "./ffi/poller-worker.ts"; // relative to src/
-  return new URL("./poller-worker.ts", import.meta.url).href;
-}
 
 function onRecords(chunk: Uint8Array): void {
   let data = chunk;

@@ -25,7 +25,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test.skipIf(!binaryBuilt())("a service killed with SIGKILL mid-recording leaves a file ffprobe reads, as long as what was recorded less one second", async () => {
+/** The shipped binary serving the record pipelines, once its main pipeline is on the bus. */
+async function serveRecord() {
   const proc = spawn([BINARY, "serve", "record", "--bus", bus.address, "--state-dir", join(dir, "state"), "--log-level", "warn"], {
     stdin: "ignore",
     stdout: "ignore",
@@ -33,6 +34,16 @@ test.skipIf(!binaryBuilt())("a service killed with SIGKILL mid-recording leaves 
   });
   try {
     await eventually(() => client.hasOwner(MAIN), 20000, 50);
+  } catch (e) {
+    proc.kill("SIGKILL");
+    throw e;
+  }
+  return proc;
+}
+
+test.skipIf(!binaryBuilt())("a service killed with SIGKILL mid-recording leaves a file ffprobe reads, as long as what was recorded less one second", async () => {
+  const proc = await serveRecord();
+  try {
     const path = join(dir, "cut.mp4");
     expect(await client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
     const started = Date.now();
@@ -50,13 +61,8 @@ test.skipIf(!binaryBuilt())("a service killed with SIGKILL mid-recording leaves 
 }, 40000);
 
 test.skipIf(!binaryBuilt())("a service stopped with SIGTERM mid-recording finishes the file first", async () => {
-  const proc = spawn([BINARY, "serve", "record", "--bus", bus.address, "--state-dir", join(dir, "state"), "--log-level", "warn"], {
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "inherit",
-  });
+  const proc = await serveRecord();
   try {
-    await eventually(() => client.hasOwner(MAIN), 20000, 50);
     const path = join(dir, "term.mp4");
     expect(await client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
     const started = Date.now();

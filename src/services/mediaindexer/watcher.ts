@@ -9,7 +9,6 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log";
-import { watch as watchFd, type Watch } from "../../ffi/loop";
 import * as ino from "../../ffi/inotify";
 import type { Device, Indexer } from "./indexer";
 import { mediaType } from "./backend/kinds";
@@ -27,8 +26,7 @@ interface Watched {
 }
 
 export class Watcher {
-  private fd = -1;
-  private w?: Watch;
+  private ino?: ino.Inotify;
   private byWd = new Map<number, Watched>();
   /** Device uri -> directory (relative) -> wd. */
   private byDev = new Map<string, Map<string, number>>();
@@ -54,14 +52,15 @@ export class Watcher {
   }
 
   private ensure(): boolean {
-    if (this.fd >= 0) return true;
+    if (this.ino) return true;
     try {
-      this.fd = ino.inotifyInit();
+      this.ino = new ino.Inotify((events) => {
+        for (const ev of events) this.onEvent(ev);
+      }, { onError: (e) => this.log.warn({ err: (e as Error).message }, "inotify read failed") });
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, "inotify unavailable; periodic rescans only");
       return false;
     }
-    this.w = watchFd(this.fd, { readable: () => this.onReadable() }, { ref: false });
     return true;
   }
 
@@ -81,7 +80,7 @@ export class Watcher {
       if (r && otherRoots.has(abs)) continue;
       // The watch first, then the listing: nothing created in between is missed.
       try {
-        const wd = ino.addWatch(this.fd, abs, DIR_MASK);
+        const wd = this.ino!.add(abs, DIR_MASK);
         this.byWd.set(wd, { dev: dev.uri, rel: r });
         dirs.set(r, wd);
       } catch (e) {
@@ -109,20 +108,9 @@ export class Watcher {
       if (under !== undefined && rel !== under && !rel.startsWith(`${under}/`)) continue;
       dirs.delete(rel);
       this.byWd.delete(wd);
-      if (this.fd >= 0) ino.rmWatch(this.fd, wd);
+      this.ino?.remove(wd);
     }
     if (under === undefined) this.byDev.delete(uri);
-  }
-
-  private onReadable() {
-    let events: ino.InotifyEvent[];
-    try {
-      events = ino.readEvents(this.fd);
-    } catch (e) {
-      this.log.warn({ err: (e as Error).message }, "inotify read failed");
-      return;
-    }
-    for (const ev of events) this.onEvent(ev);
   }
 
   private onEvent(ev: ino.InotifyEvent) {
@@ -187,9 +175,8 @@ export class Watcher {
   close() {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
-    this.w?.close();
-    if (this.fd >= 0) ino.closeFd(this.fd);
-    this.fd = -1;
+    this.ino?.close();
+    this.ino = undefined;
     this.byWd.clear();
     this.byDev.clear();
   }

@@ -8,6 +8,7 @@
 import type { Extracted } from "./metadata";
 import type { Kind } from "./kinds";
 import type { RawDevice } from "../../../ffi/libmtp";
+import { workerUrl } from "../../../ffi/worker";
 
 export interface ChunkRequest {
   root: string;
@@ -41,14 +42,6 @@ interface Pending {
 /** A request unanswered this long ends the thread. */
 export const STALL_MS = 30_000;
 
-/**
- * The worker's entry point. The compiled binary carries it as an entry point of its
- * own (scripts/build.ts), addressed relative to src/; from source it sits beside this file.
- */
-function workerUrl(): string {
-  if (Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/")) return "./services/mediaindexer/backend/extract-worker.ts";
-  return new URL("./extract-worker.ts", import.meta.url).href;
-}
 
 export class Extractor {
   private worker?: Worker;
@@ -118,7 +111,7 @@ export class Extractor {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(workerUrl());
+    const w = new Worker(workerUrl("services/mediaindexer/backend/extract-worker.ts"));
     w.onmessage = (ev: MessageEvent) => {
       if (this.worker !== w) return;
       const { id, x, err } = ev.data as { id: number; x?: unknown; err?: string };

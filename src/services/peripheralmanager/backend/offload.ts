@@ -5,6 +5,7 @@
 // buses' transfers queue behind each other (docs/decisions/peripheralmanager.md).
 // The worker holds the process alive only while a job is in flight.
 import { SysError } from "../../../ffi/libc";
+import { workerUrl } from "../../../ffi/worker";
 
 type Fd = { id: number; fd: number };
 export type Job = Fd &
@@ -31,15 +32,6 @@ export interface JobResult {
   error?: { message: string; errno?: number; call?: string };
 }
 
-/**
- * The worker's entry point. The compiled binary carries it as an entry point of its
- * own (scripts/build.ts), inside its filesystem relative to src/; from source it
- * sits beside this file.
- */
-function workerUrl(): string {
-  if (Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/")) return "./services/peripheralmanager/backend/transfer-worker.ts";
-  return new URL("./transfer-worker.ts", import.meta.url).href;
-}
 
 export class Offload {
   private worker?: Worker;
@@ -75,7 +67,7 @@ export class Offload {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(workerUrl());
+    const w = new Worker(workerUrl("services/peripheralmanager/backend/transfer-worker.ts"));
     w.unref();
     w.onmessage = (ev: MessageEvent<JobResult>) => {
       const r = ev.data;
