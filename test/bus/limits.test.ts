@@ -76,7 +76,7 @@ test("four callers of 30 MB requests: answered, and the service does not hold th
   expect(grown).toBeLessThan(40);
 }, 90000);
 
-test("a flood of nested payloads from four processes: another service answers every call within 100 ms", async () => {
+test("a flood of nested payloads from four processes: another service answers 99 % of calls within 100 ms, none over 400 ms", async () => {
   const floods = [0, 1, 2, 3].map(() => spawnScript("test/fixtures/flooder.ts", ["testautomation", "ping", "nested", "4"], { DEVSERVICES_BUS: bus.address }));
   await Promise.all(floods.map((f) => f.waitFor("STARTED")));
   await Bun.sleep(300);
