@@ -41,33 +41,36 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   // like the hosting one by Bun's socket; a call whose reply carries fds says so and
   // takes a recvmsg connection opened when first needed (docs/decisions.md, "The bus stack").
   const client = await BusClient.connect(opts.busAddress, { receiveFds: false });
-  const started: Runtime["services"] = [];
   const stop = async () => {
     await server.close();
     client.close();
   };
-  try {
-    for (const module of modules) {
-      const name = module.spec.name;
-      const stateDir = join(opts.stateDir, name);
-      mkdirSync(stateDir, { recursive: true });
-      const instance = await module.create({
-        board: opts.board,
-        stateDir,
-        log: log.child({ service: name }),
-        busAddress: opts.busAddress,
-        peers: client,
-        leases: server.leases.scope(name),
-        topics: server.topics.scope(name),
-        config: (opts.board.serviceConfig?.[name] ?? {}) as Record<string, unknown>,
-      });
-      await server.host(module.spec, instance);
-      started.push({ module, instance });
-    }
-  } catch (e) {
+  // The services start side by side: each one's awaits (its bus name, a peer, a
+  // database) overlap the others' work; `services` keeps the board's order.
+  const start = async (module: ServiceModule<any>) => {
+    const name = module.spec.name;
+    const stateDir = join(opts.stateDir, name);
+    mkdirSync(stateDir, { recursive: true });
+    const instance = await module.create({
+      board: opts.board,
+      stateDir,
+      log: log.child({ service: name }),
+      busAddress: opts.busAddress,
+      peers: client,
+      leases: server.leases.scope(name),
+      topics: server.topics.scope(name),
+      config: (opts.board.serviceConfig?.[name] ?? {}) as Record<string, unknown>,
+    });
+    await server.host(module.spec, instance);
+    return { module, instance };
+  };
+  const results = await Promise.allSettled(modules.map(start));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) {
     await stop().catch(() => {});
-    throw e;
+    throw failed.reason;
   }
+  const started: Runtime["services"] = results.map((r) => (r as PromiseFulfilledResult<Runtime["services"][number]>).value);
   return { server, client, services: started, stop };
 }
 

@@ -7,6 +7,7 @@
 // messages; gst_element_get_state is only called with a zero timeout.
 import { dlopen, FFIType, ptr, read, CString, type Pointer } from "bun:ffi";
 import { watch, type Watch } from "./loop";
+import { workerUrl } from "./worker";
 
 /** Layouts of the structs read here (checked against the GStreamer and GLib headers by test/ffi/gst.test.ts). */
 export const structs = {
@@ -99,6 +100,34 @@ export function init(): Lib {
     initError = e instanceof Error ? e : new Error(String(e));
     throw initError;
   }
+}
+
+let warming: Promise<number> | undefined;
+
+/**
+ * Loads GStreamer and the plugins of a launch description on a worker thread
+ * (gst-worker.ts), once per process: the first call starts it, every call answers
+ * the same promise (the milliseconds it took; rejected with GStreamer's message
+ * when it cannot build the description). The main thread, which hosts every
+ * service, never waits for a plugin rescan or a plugin load; once this resolved,
+ * `init` and a `Pipeline.parse` of such a description take a few ms there.
+ */
+export function warmUp(description: string): Promise<number> {
+  return (warming ??= new Promise<number>((resolve, reject) => {
+    const w = new Worker(workerUrl("ffi/gst-worker.ts"));
+    const done = (f: () => void) => {
+      // The main thread opens the library before the worker goes, so it stays loaded.
+      try {
+        init();
+      } catch {}
+      w.terminate();
+      f();
+    };
+    w.onmessage = (ev: MessageEvent<{ ms?: number; error?: string }>) =>
+      done(() => (ev.data.error !== undefined ? reject(new Error(ev.data.error)) : resolve(ev.data.ms!)));
+    w.onerror = (ev) => done(() => reject(new Error(ev.message)));
+    w.postMessage({ description });
+  }));
 }
 
 /** The running GStreamer version, "1.22.0". */

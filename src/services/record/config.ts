@@ -15,6 +15,12 @@ export const RecordOptions = z.object({
   shutdownEosMs: ms(3000),
   /** Subscribers a pipeline instance accepts (one more: Subscription add fail). */
   maxSubscribers: ms(32),
+  /**
+   * Load GStreamer and the plugins of the recipe's default pipeline when the service
+   * starts (true) rather than at the first start (false: about 170 ms more on that
+   * call, about 45 MB less resident while no recording was ever made).
+   */
+  preload: z.boolean().default(false),
 });
 export type RecordOptions = z.output<typeof RecordOptions>;
 

@@ -59,34 +59,34 @@ const BAD_REQUEST: Record<string, ErrorRow> = {
 const INTERNAL: Record<string, ErrorRow> = { ...BAD_REQUEST, start: E.loadFailed };
 const row = (table: Record<string, ErrorRow>, method: string) => table[method] ?? E.notCreated;
 
-/** Loads GStreamer's plugins of the recipe's default pipeline once per process, at start-up rather than on the first start. */
-let warmed = false;
-function warmUp(recipe: Recipe, log: ServiceContext["log"]): void {
-  if (warmed) return;
-  warmed = true;
-  const t0 = performance.now();
-  try {
-    gst.init();
-    const video = Object.keys(recipe.encoders).find((k) => recipe.encoders[k]!.kind === "video");
-    const audio = Object.keys(recipe.encoders).find((k) => recipe.encoders[k]!.kind === "audio");
-    const cam = Object.keys(recipe.videoSources)[0];
-    const format = Object.keys(recipe.formats)[0];
-    if (video && audio && cam && format) {
-      const p = plan(
-        {
-          format,
-          path: "/dev/null",
-          video: { videoSrc: cam, width: 320, height: 240, codec: video, fps: 30, bitRate: 500000 },
-          audio: { codec: audio, sampleRate: 48000, channelCount: 2, bitRate: 128000 },
-        } as StartRequest,
-        recipe,
-      );
-      gst.Pipeline.parse(p.description).dispose();
-    }
-    log.info({ gstreamer: gst.version(), ms: Math.round(performance.now() - t0) }, "GStreamer ready");
-  } catch (e) {
-    log.error({ err: e }, "GStreamer cannot build the recipe's pipeline; start will answer 'recorder not created'");
+/**
+ * GStreamer and the plugins of the recipe's default pipeline (video and audio),
+ * loaded once per process on a worker thread (gst.warmUp): by the first `start`,
+ * which waits for it, or when the service is created with the `preload` option.
+ * A recipe GStreamer cannot build is logged; `start` then answers "recorder not
+ * created" as GStreamer's own error for the request's pipeline says.
+ */
+function warmUp(recipe: Recipe, log: ServiceContext["log"]): Promise<void> {
+  const video = Object.keys(recipe.encoders).find((k) => recipe.encoders[k]!.kind === "video");
+  const audio = Object.keys(recipe.encoders).find((k) => recipe.encoders[k]!.kind === "audio");
+  const cam = Object.keys(recipe.videoSources)[0];
+  const format = Object.keys(recipe.formats)[0];
+  let description = "fakesrc num-buffers=0 ! fakesink";
+  if (video && audio && cam && format) {
+    description = plan(
+      {
+        format,
+        path: "/dev/null",
+        video: { videoSrc: cam, width: 320, height: 240, codec: video, fps: 30, bitRate: 500000 },
+        audio: { codec: audio, sampleRate: 48000, channelCount: 2, bitRate: 128000 },
+      } as StartRequest,
+      recipe,
+    ).description;
   }
+  return gst.warmUp(description).then(
+    (ms) => log.info({ gstreamer: gst.version(), ms: Math.round(ms) }, "GStreamer ready"),
+    (e) => log.error({ err: e }, "GStreamer cannot build the recipe's pipeline"),
+  );
 }
 
 function instance(id: string): ServiceModule<typeof api> {
@@ -109,7 +109,9 @@ const raise2 = (r: ErrorRow): Json => ({ errorCode: r.code, errorText: r.text })
 async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceInstance<typeof api>> {
   const recipe = readRecipe(ctx.board);
   const options = loadRecordOptions((ctx.board.serviceConfig?.record ?? {}) as Record<string, unknown>).config;
-  warmUp(recipe, ctx.log);
+  let warm: Promise<void> | undefined;
+  const warmed = () => (warm ??= warmUp(recipe, ctx.log));
+  if (options.preload) void warmed();
   const log = ctx.log;
 
   let state: RecorderState = "idle";
@@ -230,6 +232,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
   };
 
   const start = async (req: StartRequest) => {
+    await warmed();
     if (state === "starting" || state === "recording" || state === "paused" || state === "stopping") {
       log.warn({ state }, "start refused: a recorder is loaded");
       raise(E.notCreated);
