@@ -35,10 +35,10 @@ const dir = mkdtempSync(join(tmpdir(), "camera-bench-"));
 const bus = await startPrivateBus();
 const board = join(dir, "board.json");
 writeFileSync(board, JSON.stringify({
-  name: "camera-bench", backend: devDir ? "linux" : "virtual", services: ["camera"],
-  serviceConfig: { camera: devDir ? { devDir, ringSlots: 16 } : { ringSlots: 16 } },
+  name: "camera-bench", backend: devDir ? "linux" : "virtual", services: ["camera2"],
+  serviceConfig: { camera2: devDir ? { devDir, ringSlots: 16 } : { ringSlots: 16 } },
 }));
-const service = spawn([BINARY, "serve", "--bus", bus.address, "--board", board, "--state-dir", dir, "--log-level", "warn", "camera"], {
+const service = spawn([BINARY, "serve", "--bus", bus.address, "--board", board, "--state-dir", dir, "--log-level", "warn", "camera2"], {
   stdout: "ignore", stderr: "inherit",
 });
 const client = await BusClient.connect(bus.address);
