@@ -1,51 +1,18 @@
 // A recording cut by SIGKILL still plays: the compiled binary records for 3 s, is
 // killed, and ffprobe reads at least 2 s (fragmented MP4: each fragment is on disk
 // once written).
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { spawn } from "bun";
-import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
-import { BusClient } from "../../src/bus/client";
-import { BINARY, binaryBuilt, eventually } from "../helpers/harness";
-import { ffprobe, VIDEO, AUDIO, MAIN } from "./env";
+import { binaryBuilt } from "../helpers/harness";
+import { ffprobe, binaryEnv, VIDEO, AUDIO, MAIN } from "./env";
 
-let bus: PrivateBus;
-let client: BusClient;
-let dir: string;
-beforeAll(async () => {
-  bus = await startPrivateBus();
-  client = await BusClient.connect(bus.address);
-  dir = mkdtempSync(join(tmpdir(), "record-crash-"));
-});
-afterAll(async () => {
-  client?.close();
-  await bus?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-/** The shipped binary serving the record pipelines, once its main pipeline is on the bus. */
-async function serveRecord() {
-  const proc = spawn([BINARY, "serve", "record", "--bus", bus.address, "--state-dir", join(dir, "state"), "--log-level", "warn"], {
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "inherit",
-  });
-  try {
-    await eventually(() => client.hasOwner(MAIN), 20000, 50);
-  } catch (e) {
-    proc.kill("SIGKILL");
-    throw e;
-  }
-  return proc;
-}
+const t = binaryEnv("record-crash-");
 
 test.skipIf(!binaryBuilt())("a service killed with SIGKILL mid-recording leaves a file ffprobe reads, as long as what was recorded less one second", async () => {
-  const proc = await serveRecord();
+  const proc = await t.serve();
   try {
-    const path = join(dir, "cut.mp4");
-    expect(await client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
+    const path = join(t.dir, "cut.mp4");
+    expect(await t.client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
     const started = Date.now();
     await Bun.sleep(3000);
     proc.kill("SIGKILL");
@@ -61,10 +28,10 @@ test.skipIf(!binaryBuilt())("a service killed with SIGKILL mid-recording leaves 
 }, 40000);
 
 test.skipIf(!binaryBuilt())("a service stopped with SIGTERM mid-recording finishes the file first", async () => {
-  const proc = await serveRecord();
+  const proc = await t.serve();
   try {
-    const path = join(dir, "term.mp4");
-    expect(await client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
+    const path = join(t.dir, "term.mp4");
+    expect(await t.client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
     const started = Date.now();
     await Bun.sleep(1800);
     proc.kill("SIGTERM");

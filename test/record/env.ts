@@ -4,8 +4,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { testEnv, type Env } from "../helpers/harness";
-import type { BusClient } from "../../src/bus/client";
+import { spawn, type Subprocess } from "bun";
+import { afterAll, beforeAll } from "bun:test";
+import { BINARY, eventually, testEnv, type Env } from "../helpers/harness";
+import { BusClient } from "../../src/bus/client";
+import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import type { Json } from "../../src/core/errors";
 import virtual from "../../recipes/boards/virtual.json" with { type: "json" };
 
@@ -51,4 +54,38 @@ export function ffprobe(path: string): Probe {
   if (r.exitCode !== 0) throw new Error(`ffprobe ${path}: ${r.stderr.toString()}`);
   const j = JSON.parse(r.stdout.toString());
   return { duration: Number(j.format?.duration ?? NaN), streams: j.streams ?? [] };
+}
+
+/**
+ * For tests of the shipped binary: a private bus, a client and a directory, made
+ * before the file's tests and removed after them; `serve` starts the binary serving
+ * the record pipelines (on a board recipe file when given) and answers once its main
+ * pipeline is on the bus.
+ */
+export function binaryEnv(prefix: string) {
+  const e = {} as { bus: PrivateBus; client: BusClient; dir: string; serve(board?: string): Promise<Subprocess> };
+  beforeAll(async () => {
+    e.bus = await startPrivateBus();
+    e.client = await BusClient.connect(e.bus.address);
+    e.dir = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterAll(async () => {
+    e.client?.close();
+    await e.bus?.stop();
+    rmSync(e.dir, { recursive: true, force: true });
+  });
+  e.serve = (board) => serveRecordBinary(e.bus.address, e.client, mkdtempSync(join(e.dir, "state-")), board);
+  return e;
+}
+
+async function serveRecordBinary(busAddress: string, client: BusClient, stateDir: string, board?: string) {
+  const proc = spawn([BINARY, "serve", "record", "--bus", busAddress, ...(board ? ["--board", board] : []),
+    "--state-dir", stateDir, "--log-level", "warn"], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
+  try {
+    await eventually(() => client.hasOwner(MAIN), 20000, 50);
+  } catch (e) {
+    proc.kill("SIGKILL");
+    throw e;
+  }
+  return proc;
 }
