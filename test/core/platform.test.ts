@@ -3,11 +3,11 @@
 // through setpriv), and the event source keeping the main thread free while a
 // handler waits on an fd.
 import { test, expect, beforeAll, afterAll, describe } from "bun:test";
-import { chmodSync, copyFileSync, mkdtempSync, rmSync, linkSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { spawn } from "bun";
-import { testEnv, spawnScript, eventually, BINARY, type Env } from "../helpers/harness";
+import { testEnv, spawnScript, eventually, binaryForAnyUser, openBusToAll, type Env } from "../helpers/harness";
 import platformService, { TEST_GROUP } from "../fixtures/platform-service";
 import { LeaseRegistry, LeaseConflict } from "../../src/core/leases";
 import { TopicCatalog } from "../../src/core/topics";
@@ -89,15 +89,8 @@ describe("in a process, over the bus", () => {
     await rt.server.host(platformService.spec, await platformService.create({ leases: rt.server.leases.scope("platformtest"), topics: rt.server.topics.scope("platformtest") } as any));
     // Other users reach the private bus and the shipped binary (the access tests).
     dir = mkdtempSync(join(tmpdir(), "devservices-platform-"));
-    chmodSync(dir, 0o755);
-    chmodSync(dirname(env.bus.address.match(/path=([^,]+)/)![1]!), 0o755);
-    chmodSync(env.bus.address.match(/path=([^,]+)/)![1]!, 0o777);
-    app = join(dir, "devservices");
-    try {
-      linkSync(BINARY, app);
-    } catch {
-      copyFileSync(BINARY, app);
-    }
+    openBusToAll(env.bus.address);
+    app = binaryForAnyUser(dir);
   });
   afterAll(async () => {
     await env.stop();

@@ -1,11 +1,11 @@
 // Cache objects: the object state table (insert, write completion, subscribe,
 // expire, touch, resize, copy) and the object error rows.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, unlinkSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fcEnv, expectError, BLOCK, FC, type FcEnv } from "./env";
-import { spawnScript, eventually, BUN, ROOT, BINARY } from "../helpers/harness";
+import { spawnScript, eventually, BUN, ROOT, binaryForAnyUser } from "../helpers/harness";
 
 const MiB = 1024 * 1024;
 let t: FcEnv;
@@ -274,13 +274,7 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   // The other application is the shipped binary's `call`, run from a directory nobody
   // can reach: the checkout itself may sit in a directory only root may enter.
   const appDir = mkdtempSync(join(tmpdir(), "fc-nobody-"));
-  chmodSync(appDir, 0o755);
-  const app = join(appDir, "devservices");
-  try {
-    linkSync(BINARY, app);
-  } catch {
-    copyFileSync(BINARY, app);
-  }
+  const app = binaryForAnyUser(appDir);
   const asNobody = async (payload: object) => {
     const proc = Bun.spawn(
       ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", app, "call", "--bus", t.env.bus.address, `${FC}/CopyCacheObject`, JSON.stringify(payload)],

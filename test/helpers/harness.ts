@@ -1,8 +1,8 @@
 // The test harness: a real private dbus-daemon, services started in-process (or as
 // the compiled binary), clients in this process or in child processes.
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, linkSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
@@ -132,4 +132,27 @@ export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 2000, 
 
 export function binaryBuilt(): boolean {
   return existsSync(BINARY);
+}
+
+/** Lets every uid reach a private bus (its directory and socket): the access tests call as other users. */
+export function openBusToAll(address: string): void {
+  const socket = address.match(/path=([^,]+)/)![1]!;
+  chmodSync(dirname(socket), 0o755);
+  chmodSync(socket, 0o777);
+}
+
+/**
+ * The shipped binary in `dir` (made enterable by every uid), hard-linked or else
+ * copied, for callers run as other users: the checkout itself may sit in a
+ * directory only root may enter. Returns its path.
+ */
+export function binaryForAnyUser(dir: string): string {
+  chmodSync(dir, 0o755);
+  const app = join(dir, "devservices");
+  try {
+    linkSync(BINARY, app);
+  } catch {
+    copyFileSync(BINARY, app);
+  }
+  return app;
 }

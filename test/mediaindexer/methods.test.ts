@@ -6,13 +6,13 @@
 // and skipped. getMediaDbPermission is enforced with file ACLs: a granted user reads
 // the database, another cannot, and only root or the named service may ask.
 import { test, expect, beforeAll, afterAll, describe } from "bun:test";
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, spawnSync } from "bun";
 import { miEnv, expectError, type MiEnv } from "./env";
 import { mp3, jpeg, put, mp4, mkv, hasFfmpeg } from "./media";
-import { BINARY, eventually } from "../helpers/harness";
+import { BINARY, binaryForAnyUser, eventually, openBusToAll } from "../helpers/harness";
 import type { Json } from "../../src/core/errors";
 
 let mi: MiEnv;
@@ -262,12 +262,8 @@ describe("getMediaDbPermission", () => {
 
   test.skipIf(!isRoot || !existsSync(BINARY))("another uid may not ask for a service other than itself", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mediaindexer-app-"));
-    chmodSync(dir, 0o755);
-    chmodSync(mi.env.bus.dir, 0o755);
-    chmodSync(mi.env.bus.address.match(/path=([^,]+)/)![1]!, 0o777);
-    const app = join(dir, "devservices");
-    copyFileSync(BINARY, app);
-    chmodSync(app, 0o755);
+    openBusToAll(mi.env.bus.address);
+    const app = binaryForAnyUser(dir);
     const callAs = async (uid: number, payload: object) => {
       const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", app, "call", "--bus", mi.env.bus.address, `com.vendor.service.mediaindexer/getMediaDbPermission`, JSON.stringify(payload)], {
         cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { BusClient } from "../../src/bus/client";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
-import { BINARY, BUN, ROOT, eventually } from "../helpers/harness";
+import { BINARY, BUN, ROOT, eventually, openBusToAll } from "../helpers/harness";
 
 const IP = "/usr/sbin/ip";
 const UNSHARE = "/usr/bin/unshare";
@@ -141,9 +141,7 @@ export async function makeWorld(tag: string, opts: WorldOptions = {}): Promise<W
     const bus = await startPrivateBus();
     world.bus = bus;
     cleanups.push(() => bus.stop());
-    const socketPath = bus.address.match(/path=([^,]+)/)![1]!;
-    chmodSync(bus.dir, 0o755);
-    chmodSync(socketPath, 0o777);
+    openBusToAll(bus.address);
 
     world.hostnameFile = join(dir, "etc", "hostname");
     mkdirSync(join(dir, "etc"));

@@ -4,10 +4,10 @@
 // service has a UTS namespace of its own, so the machine's name never changes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { hostname } from "node:os";
-import { copyFileSync, linkSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { BINARY, eventually } from "../helpers/harness";
+import { binaryForAnyUser, eventually } from "../helpers/harness";
 import { canRun, makeWorld, type World } from "./env";
 
 const skip = canRun();
@@ -22,12 +22,7 @@ describe.skipIf(skip !== null)("gethostname and sethostname", () => {
   beforeAll(async () => {
     gid = Number(Bun.spawnSync(["sh", "-c", `getent group ${GROUP} || (groupadd -r ${GROUP} && getent group ${GROUP})`]).stdout.toString().trim().split(":")[2]);
     w = await makeWorld("host", { config: { accessGroup: GROUP } });
-    app = join(w.dir, "devservices");
-    try {
-      linkSync(BINARY, app);
-    } catch {
-      copyFileSync(BINARY, app);
-    }
+    app = binaryForAnyUser(w.dir);
   }, 60000);
   afterAll(async () => {
     await w?.stop();

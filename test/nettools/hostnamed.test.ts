@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { BusClient } from "../../src/bus/client";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
-import { BINARY, eventually } from "../helpers/harness";
+import { BINARY, eventually, openBusToAll } from "../helpers/harness";
 
 const HOSTNAMED = ["/lib/systemd/systemd-hostnamed", "/usr/lib/systemd/systemd-hostnamed"].find((p) => existsSync(p));
 const skip = process.getuid?.() !== 0 ? "not root" : !HOSTNAMED ? "systemd-hostnamed is not installed" : !existsSync(BINARY) ? "dist/devservices is not built" : null;
@@ -64,8 +64,7 @@ describe.skipIf(skip !== null)("sethostname through systemd-hostnamed", () => {
   async function start(tag: string, user: string[]): Promise<Side> {
     // A bus of its own: one hostnamed per bus, as on a device.
     const bus = await startPrivateBus();
-    chmodSync(bus.dir, 0o755);
-    chmodSync(bus.address.match(/path=([^,]+)/)![1]!, 0o777);
+    openBusToAll(bus.address);
     const root = join(dir, tag);
     for (const d of ["state", "upper", "work"]) mkdirSync(join(root, d), { recursive: true });
     chmodSync(root, 0o777);

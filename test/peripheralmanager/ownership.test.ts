@@ -3,11 +3,11 @@
 // all four within a second, list subscribers are told); access per protocol group
 // for another uid (the compiled binary as the client, through setpriv).
 import { test, expect, beforeAll, afterAll, describe } from "bun:test";
-import { chmodSync, copyFileSync, linkSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { spawn } from "bun";
-import { BINARY, binaryBuilt, eventually, spawnScript } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, spawnScript } from "../helpers/harness";
 import { Offload } from "../../src/services/peripheralmanager/backend/offload";
 import { openFile, O_RDWR, closeFd } from "../../src/ffi/libc";
 import { pmEnv, PM, E, OK, type PmEnv } from "./setup";
@@ -82,25 +82,14 @@ describe.skipIf(!binaryBuilt())("access per protocol group, for another uid", ()
   let open: PmEnv;
   let dir: string;
   let app: string;
-  const reachable = (e: PmEnv) => {
-    const socket = e.env.bus.address.match(/path=([^,]+)/)![1]!;
-    chmodSync(dirname(socket), 0o755);
-    chmodSync(socket, 0o777);
-  };
   beforeAll(async () => {
     p = await pmEnv({ serviceConfig: { peripheralmanager: { configFile: null, gpioGroup: "64101", i2cGroup: "64102", spiGroup: "64103", uartGroup: "64104" } } });
     // The virtual board as shipped: its recipe opens every protocol to any caller ("*").
     open = await pmEnv();
     dir = mkdtempSync(join(tmpdir(), "devservices-pm-"));
-    chmodSync(dir, 0o755);
-    reachable(p);
-    reachable(open);
-    app = join(dir, "devservices");
-    try {
-      linkSync(BINARY, app);
-    } catch {
-      copyFileSync(BINARY, app);
-    }
+    openBusToAll(p.env.bus.address);
+    openBusToAll(open.env.bus.address);
+    app = binaryForAnyUser(dir);
   });
   afterAll(async () => {
     await p.stop();

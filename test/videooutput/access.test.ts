@@ -2,11 +2,11 @@
 // recipe, or the Key=Value file videooutput.conf, whose value wins). Callers of other
 // uids are the shipped binary's `call` run through setpriv.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, linkSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { spawn } from "bun";
-import { BINARY, binaryBuilt } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, openBusToAll } from "../helpers/harness";
 import { OK, voEnv, type VoEnv } from "./env";
 
 const GROUP = "devservices-votest";
@@ -25,16 +25,8 @@ describe.skipIf(skip !== null)("access: root and the media framework's group", (
     writeFileSync(join(dir, "videooutput.conf"), `# media framework\naccessGroup=${GROUP}\n`);
     v = await voEnv({ configFile: join(dir, "videooutput.conf"), accessGroup: "devservices-media" });
     // Other uids reach the bus's socket and the binary.
-    chmodSync(dir, 0o755);
-    const socket = v.env.bus.address.match(/path=([^,]+)/)![1]!;
-    chmodSync(dirname(socket), 0o755);
-    chmodSync(socket, 0o777);
-    app = join(dir, "devservices");
-    try {
-      linkSync(BINARY, app);
-    } catch {
-      copyFileSync(BINARY, app);
-    }
+    openBusToAll(v.env.bus.address);
+    app = binaryForAnyUser(dir);
   }, 30000);
   afterAll(async () => {
     await v?.stop();
