@@ -6,7 +6,7 @@ import { expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { binaryBuilt, eventually } from "../helpers/harness";
-import { binaryEnv, VIDEO, AUDIO, MAIN } from "./env";
+import { binaryEnv, ffprobe, recordEnv, VIDEO, AUDIO, MAIN } from "./env";
 
 const t = binaryEnv("record-preload-");
 
@@ -45,3 +45,17 @@ test.skipIf(!binaryBuilt())("with preload GStreamer and the default pipeline's p
     await proc.exited;
   }
 }, 30000);
+
+test("a recipe whose default pipeline cannot be planned still records what it can", async () => {
+  // MP4 carries only AAC on this board: the default (H264 + AAC) pipeline has no plan.
+  const r = await recordEnv({ record: { formats: { MP4: { muxer: "mp4mux fragment-duration=500", codecs: ["AAC"] } } } });
+  try {
+    const path = join(r.dir, "audio-only.mp4");
+    expect(await r.call("start", { audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });
+    await Bun.sleep(600);
+    expect(await r.call("stop")).toEqual({ returnValue: true });
+    expect(ffprobe(path).streams.map((s) => s.codec_name)).toEqual(["aac"]);
+  } finally {
+    await r.stop();
+  }
+}, 20000);

@@ -73,15 +73,20 @@ function warmUp(recipe: Recipe, log: ServiceContext["log"]): Promise<void> {
   const format = Object.keys(recipe.formats)[0];
   let description = "fakesrc num-buffers=0 ! fakesink";
   if (video && audio && cam && format) {
-    description = plan(
-      {
-        format,
-        path: "/dev/null",
-        video: { videoSrc: cam, width: 320, height: 240, codec: video, fps: 30, bitRate: 500000 },
-        audio: { codec: audio, sampleRate: 48000, channelCount: 2, bitRate: 128000 },
-      } as StartRequest,
-      recipe,
-    ).description;
+    try {
+      description = plan(
+        {
+          format,
+          path: "/dev/null",
+          video: { videoSrc: cam, width: 320, height: 240, codec: video, fps: 30, bitRate: 500000 },
+          audio: { codec: audio, sampleRate: 48000, channelCount: 2, bitRate: 128000 },
+        } as StartRequest,
+        recipe,
+      ).description;
+    } catch (e) {
+      // Only GStreamer itself is loaded then; each start still plans its own request.
+      log.warn({ err: e }, "the recipe has no default pipeline to load GStreamer's plugins with");
+    }
   }
   return gst.warmUp(description).then(
     (ms) => log.info({ gstreamer: gst.version(), ms: Math.round(ms) }, "GStreamer ready"),
