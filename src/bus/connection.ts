@@ -57,6 +57,8 @@ interface Pending {
 
 /** Most bytes one readable callback takes before letting other fds have their turn. */
 const READ_BUDGET = 1 << 20;
+/** Queued bytes in one tick past which they are written at once, not at the end of the tick. */
+const EARLY_FLUSH = 16 << 10;
 const EMPTY = Buffer.alloc(0);
 const RECV_SIZE = 65536;
 
@@ -91,6 +93,8 @@ export class Connection {
   private maxIncoming = MAX_MESSAGE;
   private fdq: number[] = [];
   private out: { data: Buffer; fds: number[]; owned: boolean }[] = [];
+  /** Bytes queued since the last flush began. */
+  private outBytes = 0;
   private outOff = 0;
   private flushQueued = false;
   private serial = 0;
@@ -256,6 +260,13 @@ export class Connection {
     else this.closeListeners.push(fn);
   }
 
+  /** Bytes queued and not yet taken by the socket. */
+  get queuedBytes(): number {
+    let n = -this.outOff;
+    for (const e of this.out) n += e.data.length;
+    return n;
+  }
+
   /** Calls waiting for their reply (tests check nothing leaks). */
   get pendingCalls(): number {
     return this.pending.size;
@@ -265,6 +276,13 @@ export class Connection {
 
   private writeRaw(data: Buffer, fds: number[] = [], ownFds = false): void {
     this.out.push({ data, fds, owned: ownFds });
+    this.outBytes += data.length;
+    if (this.outBytes >= EARLY_FLUSH && this.outOff === 0) {
+      // A long run of messages in one tick (a change pushed to many subscribers):
+      // what is made so far goes out now, so the daemon routes it while we make the rest.
+      this.flush();
+      return;
+    }
     if (!this.flushQueued) {
       this.flushQueued = true;
       // One write per tick: replies and signals made in the same tick go out together.
@@ -276,6 +294,7 @@ export class Connection {
   }
 
   private flush(): void {
+    this.outBytes = 0;
     while (this.out.length && !this.isClosed) {
       const head = this.out[0]!;
       if (this.outOff === 0 && !head.fds.length && this.out.length > 1 && !this.out[1]!.fds.length) {

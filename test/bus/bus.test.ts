@@ -4,7 +4,7 @@ import { test, expect, beforeAll, afterAll } from "bun:test";
 import { testEnv, spawnScript, eventually, type Env } from "../helpers/harness";
 import fdService from "../fixtures/fd-service";
 import { BusClient } from "../../src/bus/client";
-import { DBUS, METHOD_CALL } from "../../src/bus/connection";
+import { DBUS, METHOD_CALL, SIGNAL } from "../../src/bus/connection";
 import { objectPath } from "../../src/bus/wire";
 
 let env: Env;
@@ -33,6 +33,21 @@ test("a connection that did not negotiate fd passing refuses to send one", async
   expect(() => c.conn.send(msg)).toThrow(/file descriptor passing was not negotiated/);
   // The connection is still usable afterwards: the daemon never saw the fd.
   expect((await c.call("testautomation", "ping", { Message: "still here" })).Message).toBe("still here");
+});
+
+test("a long run of messages made in one tick goes out while it is being made, in order", async () => {
+  const a = await env.client();
+  const b = await env.client();
+  const got: number[] = [];
+  b.conn.onSignal((m) => m.member === "Tick" && got.push(m.body[0]));
+  const N = 600;
+  const text = "x".repeat(200);
+  for (let i = 0; i < N; i++)
+    a.conn.send({ type: SIGNAL, destination: b.uniqueName, path: "/com/vendor/test", interface: "com.vendor.test", member: "Tick", signature: "us", body: [i, text] });
+  // Still in the tick that made them (about 170 KB): all but the last few KB are with the daemon already.
+  expect(a.conn.queuedBytes).toBeLessThan(20 << 10);
+  await eventually(() => got.length === N);
+  expect(got).toEqual([...Array(N).keys()]);
 });
 
 test("subscription messages reach only the subscriber; cancel stops them and frees server state", async () => {
