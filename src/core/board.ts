@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { PARSE_ONCE } from "./config";
 import virtualRecipe from "../../recipes/boards/virtual.json" with { type: "json" };
 
 export const BoardSchema = z.looseObject({
@@ -29,7 +30,7 @@ export function recipeDirs(): string[] {
 }
 
 export function parseBoard(data: unknown, origin: string): Board {
-  const r = BoardSchema.safeParse(data);
+  const r = BoardSchema.safeParse(data, PARSE_ONCE);
   if (!r.success) {
     throw new Error(`board recipe ${origin} is invalid: ${z.prettifyError(r.error)}`);
   }

@@ -7,6 +7,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 
+/**
+ * Parse options for what is read once (a board recipe, a configuration file, an app
+ * descriptor): zod's compiled fast path for an object schema costs more to generate
+ * than one parse gains (about a third of start-up's schema work), so these parse
+ * without it. Payloads, parsed on every call, keep it.
+ */
+export const PARSE_ONCE = { jitless: true } as const;
+
 /** Where configuration files live on a device. */
 export const CONFIG_DIR = "/etc/devservices";
 
@@ -123,7 +131,7 @@ export function configFromText<S extends z.ZodObject<any>>(
   const merged: Record<string, unknown> = { ...section };
   for (const [k, e] of fromFile) merged[k] = e.value;
   for (;;) {
-    const r = src.schema.safeParse(merged);
+    const r = src.schema.safeParse(merged, PARSE_ONCE);
     if (r.success) return { config: r.data, problems: problems.sort((a, b) => lineOf(a) - lineOf(b)) };
     const issue = r.error.issues[0]!;
     const key = String(issue.path[0] ?? "");

@@ -2,6 +2,7 @@
 // I2C buses, SPI buses and UARTs the board has, by the names clients use, and where
 // each is in the kernel (linux backend) or what it is wired to (virtual backend).
 import { z } from "zod";
+import { PARSE_ONCE } from "../../core/config";
 
 const devicePath = z.string().min(1).describe("device node, /dev/...");
 
@@ -53,7 +54,7 @@ export type PeripheralSectionT = z.output<typeof PeripheralSection>;
 
 /** The board's section (absent: a board without peripherals); throws naming the field when invalid. */
 export function parseSection(data: unknown, origin: string): PeripheralSectionT {
-  const r = PeripheralSection.safeParse(data ?? {});
+  const r = PeripheralSection.safeParse(data ?? {}, PARSE_ONCE);
   if (!r.success) throw new Error(`${origin}: the peripheralmanager section is invalid: ${z.prettifyError(r.error)}`);
   const s = r.data;
   for (const [name, p] of Object.entries(s.gpio)) {

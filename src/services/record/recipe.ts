@@ -5,6 +5,7 @@
 // validated numbers (sizes, rates, bit rates, quality). The output path is set as a
 // property of the sink, never parsed. docs/board-recipes.md, "record".
 import { z } from "zod";
+import { PARSE_ONCE } from "../../core/config";
 import type { Board } from "../../core/board";
 import type { StartRequest } from "./schemas";
 
@@ -69,13 +70,13 @@ export type Recipe = Omit<RecordSection, "encoders" | "formats"> & {
 /** The board's `record` section with the defaults merged (names upper-cased). */
 export function readRecipe(board: Board): Recipe {
   const raw = (board as Record<string, unknown>).record ?? {};
-  const r = RecordSection.safeParse(raw);
+  const r = RecordSection.safeParse(raw, PARSE_ONCE);
   if (!r.success) throw new Error(`board ${board.name}: record section is invalid: ${z.prettifyError(r.error)}`);
   const up = <T>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.toUpperCase(), v]));
   return {
     ...r.data,
-    encoders: { ...up(z.record(z.string(), Encoder).parse(DEFAULT_ENCODERS)), ...up(r.data.encoders) },
-    formats: { ...up(z.record(z.string(), Format).parse(DEFAULT_FORMATS)), ...up(r.data.formats) },
+    encoders: { ...up(z.record(z.string(), Encoder).parse(DEFAULT_ENCODERS, PARSE_ONCE)), ...up(r.data.encoders) },
+    formats: { ...up(z.record(z.string(), Format).parse(DEFAULT_FORMATS, PARSE_ONCE)), ...up(r.data.formats) },
   };
 }
 

@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { PARSE_ONCE } from "../../../core/config";
 import type { Logger } from "../../../core/log";
 import { IntentFilter } from "../schemas";
 import type { HandlerEntry } from "../match";
@@ -148,7 +149,7 @@ export class HandlerRegistry {
       this.log.error({ file, err: (e as Error).message }, "application descriptor is not valid JSON; skipped");
       return undefined;
     }
-    const r = Descriptor.safeParse(data);
+    const r = Descriptor.safeParse(data, PARSE_ONCE);
     if (!r.success) {
       this.log.error({ file, problem: z.prettifyError(r.error) }, "application descriptor is invalid; skipped");
       return undefined;
