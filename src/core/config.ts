@@ -118,6 +118,11 @@ export function loadConfig<S extends z.ZodObject<any>>(src: ConfigSource<S>): Lo
   return { ...configFromText(src, found ? text : undefined, path), file: found ? path : null, missing: path !== null && !found };
 }
 
+/** The file a recipe section names with `configFile`: a name in CONFIG_DIR or a path; null: none; absent: the service's default. */
+export function configFileOf(section: Record<string, unknown>, defaultName: string): string | null {
+  return section.configFile === null ? null : typeof section.configFile === "string" ? section.configFile : defaultName;
+}
+
 /** loadConfig() with the file's text given (undefined: no file). */
 export function configFromText<S extends z.ZodObject<any>>(
   src: ConfigSource<S>,

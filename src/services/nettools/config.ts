@@ -3,7 +3,7 @@
 // serviceConfig.nettools and the Key=Value file nettools.conf (in /etc/devservices
 // unless configFile names another; null: none), whose values win.
 import { z } from "zod";
-import { loadConfig } from "../../core/config";
+import { configFileOf, loadConfig } from "../../core/config";
 import { DEFAULT_GROUP } from "./schemas";
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
@@ -42,12 +42,11 @@ const FILE_KEYS = [
 ] as const;
 
 export function loadNettoolsOptions(section: Record<string, unknown>) {
-  const file = section.configFile === null ? null : typeof section.configFile === "string" ? section.configFile : "nettools.conf";
   return loadConfig({
     service: "nettools",
     schema: NettoolsOptions,
     section,
-    file,
+    file: configFileOf(section, "nettools.conf"),
     format: { separator: "equals" },
     fileKeys: FILE_KEYS,
     // A bad line of the file is reported and the recipe's value or the default kept.

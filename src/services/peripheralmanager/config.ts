@@ -3,7 +3,7 @@
 // serviceConfig.peripheralmanager and the Key=Value file peripheralmanager.conf (in
 // /etc/devservices unless configFile names another; null: none), whose values win.
 import { z } from "zod";
-import { loadConfig } from "../../core/config";
+import { configFileOf, loadConfig } from "../../core/config";
 
 export const DEFAULT_GROUPS = {
   gpio: "devservices-gpio",
@@ -32,12 +32,11 @@ export type PeripheralOptionsT = z.output<typeof PeripheralOptions>;
 const FILE_KEYS = ["gpioGroup", "i2cGroup", "spiGroup", "uartGroup", "gpioConsumer", "uartWriteTimeoutMs"] as const;
 
 export function loadPeripheralOptions(section: Record<string, unknown>) {
-  const file = section.configFile === null ? null : typeof section.configFile === "string" ? section.configFile : "peripheralmanager.conf";
   return loadConfig({
     service: "peripheralmanager",
     schema: PeripheralOptions,
     section,
-    file,
+    file: configFileOf(section, "peripheralmanager.conf"),
     format: { separator: "equals" },
     fileKeys: FILE_KEYS,
     // A bad line of the file is reported and the recipe's value or the default kept.

@@ -3,7 +3,7 @@
 // serviceConfig.videooutput and the Key=Value file videooutput.conf (in
 // /etc/devservices unless configFile names another; null: none), whose values win.
 import { z } from "zod";
-import { loadConfig } from "../../core/config";
+import { configFileOf, loadConfig } from "../../core/config";
 import { DEFAULT_GROUP, VideoSize } from "./schemas";
 
 export const SinkConfig = z.object({
@@ -43,12 +43,11 @@ export type VideoOutputOptionsT = z.output<typeof VideoOutputOptions>;
 const FILE_KEYS = ["accessGroup", "card", "connector", "commit"] as const;
 
 export function loadVideoOutputOptions(section: Record<string, unknown>) {
-  const file = section.configFile === null ? null : typeof section.configFile === "string" ? section.configFile : "videooutput.conf";
   return loadConfig({
     service: "videooutput",
     schema: VideoOutputOptions,
     section,
-    file,
+    file: configFileOf(section, "videooutput.conf"),
     format: { separator: "equals" },
     fileKeys: FILE_KEYS,
     onInvalid: "default",
