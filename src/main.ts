@@ -13,7 +13,7 @@ import { startPrivateBus } from "./bus/daemon";
 import { loadBoard } from "./core/board";
 import { configureLogging } from "./core/log";
 import { SERVICES, findService } from "./services";
-import type { MethodSpec } from "./core/service";
+import { schemaOf, type MethodSpec } from "./core/service";
 import { startRuntime } from "./runtime";
 import { SystemdNotifier } from "./ffi/sdnotify";
 import pkg from "../package.json" with { type: "json" };
@@ -247,8 +247,8 @@ function describe(argv: string[]) {
     summary: spec.summary,
     subscribable: !!spec.subscribable,
     passesFd: !!spec.passesFd,
-    request: z.toJSONSchema(spec.request, { io: "input", unrepresentable: "any" }),
-    response: z.toJSONSchema(spec.response, { unrepresentable: "any" }),
+    request: z.toJSONSchema(schemaOf(spec, "request"), { io: "input", unrepresentable: "any" }),
+    response: z.toJSONSchema(schemaOf(spec, "response"), { unrepresentable: "any" }),
   }));
   if (flags.json) return console.log(JSON.stringify({ busName: m.spec.busName, description: m.spec.description, methods }, null, 2));
   console.log(`${m.spec.busName}\n  ${m.spec.description}\n`);

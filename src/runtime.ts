@@ -36,11 +36,14 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     return m.instances ? m.instances(opts.board) : [m];
   });
   mkdirSync(opts.stateDir, { recursive: true });
-  const server = await BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses });
   // Calls to peers (other services, logind) go over a connection of their own, read
   // like the hosting one by Bun's socket; a call whose reply carries fds says so and
   // takes a recvmsg connection opened when first needed (docs/decisions.md, "The bus stack").
-  const client = await BusClient.connect(opts.busAddress, { receiveFds: false });
+  // The two connections are opened side by side: their handshakes overlap.
+  const [server, client] = await bothOrNeither(
+    BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses }),
+    BusClient.connect(opts.busAddress, { receiveFds: false }),
+  );
   const stop = async () => {
     await server.close();
     client.close();
@@ -74,3 +77,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   return { server, client, services: started, stop };
 }
 
+
+/** Both connections, or the first failure with whichever did open closed again. */
+async function bothOrNeither(a: Promise<BusServer>, b: Promise<BusClient>): Promise<[BusServer, BusClient]> {
+  const [ra, rb] = await Promise.allSettled([a, b]);
+  if (ra.status === "fulfilled" && rb.status === "fulfilled") return [ra.value, rb.value];
+  if (ra.status === "fulfilled") await ra.value.close().catch(() => {});
+  if (rb.status === "fulfilled") rb.value.close();
+  throw (ra.status === "rejected" ? ra : (rb as PromiseRejectedResult)).reason;
+}

@@ -11,7 +11,7 @@ import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
 /** Largest method call the hosting connection reads whole (4 x the payload limit). */
 export const MAX_REQUEST_MESSAGE = 4 * PAYLOAD_LIMITS.maxBytes;
 import { ServiceError, type Json } from "../core/errors";
-import { FdReply, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
+import { FdReply, schemaOf, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
 import { TopicCatalog } from "../core/topics";
@@ -340,7 +340,7 @@ export class BusServer {
       if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
         response = { returnValue: false, ...h.spec.badRequest(method, { kind: "json", message: "payload must be a JSON object" }) };
       } else {
-        const parsed = spec.request.safeParse(payload);
+        const parsed = schemaOf(spec, "request").safeParse(payload);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           const missing = issue.code === "invalid_type" && valueAt(payload, issue.path) === undefined ? String(issue.path.at(-1)) : undefined;
@@ -378,7 +378,7 @@ export class BusServer {
     }
     const json = response instanceof FdReply ? response.response : response;
     if (this.checkResponses) {
-      const r = spec.response.safeParse(json);
+      const r = schemaOf(spec, "response").safeParse(json);
       if (!r.success) {
         this.log.error({ service: h.spec.name, method, response: json, problem: z.prettifyError(r.error) }, "response does not match its schema");
         subscription?.finish();

@@ -13,10 +13,14 @@ import type { Topics } from "./topics";
 export interface MethodSpec<Req extends z.ZodType = z.ZodType, Res extends z.ZodType = z.ZodType> {
   /** One line for --help and describe. */
   summary: string;
-  /** The request payload schema: the single source of truth for validation and docs. */
-  request: Req;
-  /** The response schema (success and failure shapes). */
-  response: Res;
+  /**
+   * The request payload schema: the single source of truth for validation and docs.
+   * Built when first needed (schemaOf): a process hosting every service does not pay
+   * at start for the schemas of methods nobody has called yet.
+   */
+  request: () => Req;
+  /** The response schema (success and failure shapes), built when first needed. */
+  response: () => Res;
   /** True when `subscribe: true` keeps the call open. */
   subscribable?: boolean;
   /** Every successful call is a subscription, whatever the payload says (the spec's "always true"). */
@@ -35,6 +39,15 @@ export function method<Req extends z.ZodType, Res extends z.ZodType>(m: MethodSp
 }
 
 export type Api = Record<string, MethodSpec<any, any>>;
+
+const built = new WeakMap<MethodSpec, { request?: z.ZodType; response?: z.ZodType }>();
+
+/** A method's request or response schema, built on first use and kept. */
+export function schemaOf<M extends MethodSpec>(m: M, which: "request" | "response"): z.ZodType {
+  let b = built.get(m);
+  if (!b) built.set(m, (b = {}));
+  return (b[which] ??= m[which]());
+}
 
 /** How a request that is not valid JSON or fails its schema is answered. */
 export type BadRequest = (
@@ -101,8 +114,8 @@ export class FdReply<R = Json> {
   ) {}
 }
 
-export type RequestOf<M extends MethodSpec> = z.output<M["request"]>;
-export type ResponseOf<M extends MethodSpec> = z.input<M["response"]>;
+export type RequestOf<M extends MethodSpec> = z.output<ReturnType<M["request"]>>;
+export type ResponseOf<M extends MethodSpec> = z.input<ReturnType<M["response"]>>;
 type Answer<R> = R | FdReply<R>;
 
 /** A handler: the validated request in, the method's response (or a thrown ServiceError) out. */

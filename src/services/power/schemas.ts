@@ -15,79 +15,79 @@ export const api = {
   acquireWakeLock: {
     summary:
       "Keeps the device on for timeout seconds: no other state change runs while any lock is held (those calls get errorPower2Busy). The lock belongs to the registered client clientId, whoever calls: released at expiry, by releaseWakeLock or notifyAlarmExpiry, or when that client leaves the bus.",
-    request: z.looseObject({
+    request: () => z.looseObject({
       clientId,
       timeout: z.number().positive().max(MAX_WAKE_LOCK_SECONDS).describe("seconds, at most 86399"),
     }),
-    response: answer({}),
+    response: () => answer({}),
     level: 12,
   },
   getPowerOnReason: {
     summary: "The last power-on reason set with setPowerOnReason (kept across restarts); subscribers get {reason} on every change.",
-    request: z.looseObject({ subscribe: z.boolean() }),
-    response: answer({ subscribed: z.boolean(), reason: z.string() }),
+    request: () => z.looseObject({ subscribe: z.boolean() }),
+    response: () => answer({ subscribed: z.boolean(), reason: z.string() }),
     subscribable: true,
     level: 12,
   },
   getState: {
     summary: "The device's power state; subscribers get {state} on every change.",
-    request: z.looseObject({ subscribe: z.boolean().optional() }),
-    response: answer({ state: z.string(), subscribed: z.boolean() }),
+    request: () => z.looseObject({ subscribe: z.boolean().optional() }),
+    response: () => answer({ state: z.string(), subscribed: z.boolean() }),
     subscribable: true,
     level: 12,
   },
   notifyAlarmExpiry: {
     summary: "The wake lock of clientId has expired: it is released (errorTimerNotRunning when it holds none).",
-    request: z.looseObject({ clientId }),
-    response: answer({ clientId: z.string().optional() }),
+    request: () => z.looseObject({ clientId }),
+    response: () => answer({ clientId: z.string().optional() }),
     level: 29,
   },
   reboot: {
     summary:
       "Reboots: clients registered for the states left are asked; all acks (or the configured timeout) proceed, one nack fails the call with errorPower2Busy.",
-    request: z.looseObject({ reason: z.string() }),
-    response: answer({}),
+    request: () => z.looseObject({ reason: z.string() }),
+    response: () => answer({}),
     level: 12,
   },
   registerStateTransition: {
     summary:
       "Registers the caller (clientId: its unique bus name) for state; always a subscription: it is told {state, nextState, token} whenever the device leaves state, and votes with respondStateTransitionAck.",
-    request: z.looseObject({ state: z.string().describe("the state whose leaving is watched"), subscribe: z.boolean().optional().describe("ignored: the call always subscribes") }),
-    response: answer({ clientId: z.string(), subscribed: z.boolean().optional(), state: z.string() }),
+    request: () => z.looseObject({ state: z.string().describe("the state whose leaving is watched"), subscribe: z.boolean().optional().describe("ignored: the call always subscribes") }),
+    response: () => answer({ clientId: z.string(), subscribed: z.boolean().optional(), state: z.string() }),
     subscribable: true,
     alwaysSubscribes: true,
     level: 12,
   },
   releaseWakeLock: {
     summary: "Releases the wake lock of clientId.",
-    request: z.looseObject({ clientId }),
-    response: answer({}),
+    request: () => z.looseObject({ clientId }),
+    response: () => answer({}),
     level: 12,
   },
   respondStateTransitionAck: {
     summary: "A registered client's vote on the transition announced with token: ack true lets it proceed, false stops it.",
-    request: z.looseObject({ state: z.string(), ack: z.boolean(), token: z.string() }),
-    response: answer({}),
+    request: () => z.looseObject({ state: z.string(), ack: z.boolean(), token: z.string() }),
+    response: () => answer({}),
     level: 12,
   },
   setPowerOnReason: {
     summary: "Records the power-on reason (kept in the state directory across restarts).",
-    request: z.looseObject({ reason: z.string().min(1) }),
-    response: answer({}),
+    request: () => z.looseObject({ reason: z.string().min(1) }),
+    response: () => answer({}),
     level: 12,
   },
   setState: {
     summary:
       "Forces a state: clients registered for the state left are told, not asked; no automatic follow-up; a state with a power-off or reboot action runs it.",
-    request: z.looseObject({ state: z.string(), reason: z.number().describe("Number: the event that caused the change, such as 1 (wake on a network message)") }),
-    response: answer({}),
+    request: () => z.looseObject({ state: z.string(), reason: z.number().describe("Number: the event that caused the change, such as 1 (wake on a network message)") }),
+    response: () => answer({}),
     level: 12,
   },
   shutdown: {
     summary:
       "Powers off: clients registered for the states left are asked, as for reboot. With the board's garage option, from its state and with wireless on and a network name configured, the device enters the garage state instead.",
-    request: z.looseObject({ reason: z.string() }),
-    response: answer({}),
+    request: () => z.looseObject({ reason: z.string() }),
+    response: () => answer({}),
     level: 12,
   },
 } satisfies Api;

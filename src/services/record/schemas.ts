@@ -53,34 +53,34 @@ export const RecordEvent = z.looseObject({
 export const api = {
   pause: {
     summary: "Pauses a recording (PAUSED): nothing is recorded until resume. Invalid state unless recording.",
-    request: z.looseObject({}),
-    response: answer({}),
+    request: () => z.looseObject({}),
+    response: () => answer({}),
     level: 32,
   },
   resume: {
     summary: "Resumes a paused recording (PLAYING); the file goes on without a gap. Invalid state unless paused.",
-    request: z.looseObject({}),
-    response: answer({}),
+    request: () => z.looseObject({}),
+    response: () => answer({}),
     level: 32,
   },
   start: {
     summary:
       "Builds the pipeline (sources and encoders from the board recipe) and records to path: video and/or audio into fragmented MP4, or one image as JPEG. Answers once the pipeline is PLAYING.",
-    request: StartRequest,
-    response: answer({}),
+    request: () => StartRequest,
+    response: () => answer({}),
     level: 32,
   },
   stop: {
     summary: "Stops the recording: end-of-stream through the pipeline, the file finalized on disk, the pipeline released.",
-    request: z.looseObject({}),
-    response: answer({}),
+    request: () => z.looseObject({}),
+    response: () => answer({}),
     level: 32,
   },
   subscribe: {
     summary:
       "With subscribe true: the pipeline's events are pushed ({returnValue, id, eventType: endOfStream | error | warning | stateChanged, ...}); the first answer carries the recorder's state.",
-    request: z.looseObject({ subscribe: z.boolean().optional() }),
-    response: answer({ subscribed: z.boolean(), state: z.string() }),
+    request: () => z.looseObject({ subscribe: z.boolean().optional() }),
+    response: () => answer({ subscribed: z.boolean(), state: z.string() }),
     subscribable: true,
     level: 32,
   },

@@ -37,37 +37,37 @@ const stageId = z.number();
 export const api = {
   broadcastCommand: {
     summary: "Sends a command to every nub; always succeeds (an absent, empty or non-string command is sent as the empty command).",
-    request: z.looseObject({ command: z.unknown().optional().describe("string; empty or absent accepted") }),
-    response: z.object({ returnValue: z.literal(true) }),
+    request: () => z.looseObject({ command: z.unknown().optional().describe("string; empty or absent accepted") }),
+    response: () => z.object({ returnValue: z.literal(true) }),
   },
   handleRequest: {
     summary:
       "Processes a command: getRunningAppsAndStages and getApplicationInformation are answered by the service; other commands (getItems, commandsBatch, ...) are redirected to the stage's nub with a teCommandId.",
-    request: z.looseObject({
+    request: () => z.looseObject({
       command: z.unknown().describe("string, required"),
       stageId: z.unknown().optional().describe("number; required for getApplicationInformation and redirected commands"),
       queue: z.unknown().optional().describe("array of {command, filter}; for commandsBatch"),
     }),
-    response: Response.extend({ result: z.unknown().optional(), teCommandId: z.number().optional() }),
+    response: () => Response.extend({ result: z.unknown().optional(), teCommandId: z.number().optional() }),
   },
   notifyEvent: {
     summary: "A nub reports an event of its stage; subscribeToEvents subscribers receive it.",
-    request: z.looseObject({ stageId, type: z.string() }),
-    response: Response,
+    request: () => z.looseObject({ stageId, type: z.string() }),
+    response: () => Response,
   },
   ping: {
     summary: "Liveness check: echoes Message (an empty object when none was sent).",
-    request: z.looseObject({ Message: z.string().optional() }),
-    response: z.object({ Message: z.string().optional() }),
+    request: () => z.looseObject({ Message: z.string().optional() }),
+    response: () => z.object({ Message: z.string().optional() }),
   },
   replyToCommand: {
     summary: "A nub answers a redirected command; queue holds one result object per executed command.",
-    request: z.looseObject({ stageId, teCommandId: z.number(), command: z.string(), queue: z.array(z.unknown()) }),
-    response: Response.extend({ teCommandId: z.number().optional() }),
+    request: () => z.looseObject({ stageId, teCommandId: z.number(), command: z.string(), queue: z.array(z.unknown()) }),
+    response: () => Response.extend({ teCommandId: z.number().optional() }),
   },
   subscribeToCommands: {
     summary: "A nub subscribes for commands; its stage is created and its stageId returned. The stage is removed when the subscription ends.",
-    request: z.looseObject({
+    request: () => z.looseObject({
       subscribe: z.boolean(),
       appInfo: AppInfo,
       baseURI: z.string().optional(),
@@ -78,18 +78,18 @@ export const api = {
       version: z.string().optional(),
       type: z.string(),
     }),
-    response: Response.extend({ subscribed: z.boolean().optional(), stageId: z.number().optional() }),
+    response: () => Response.extend({ subscribed: z.boolean().optional(), stageId: z.number().optional() }),
     subscribable: true,
   },
   subscribeToEvents: {
     summary: "Subscribes to stage events (from notifyEvent, and stageRemoved when a nub goes away).",
-    request: z.looseObject({ subscribe: z.boolean() }),
-    response: Response.extend({ subscribed: z.boolean().optional() }),
+    request: () => z.looseObject({ subscribe: z.boolean() }),
+    response: () => Response.extend({ subscribed: z.boolean().optional() }),
     subscribable: true,
   },
   version: {
     summary: "The service version.",
-    request: z.looseObject({}),
-    response: Response.extend({ version: z.string().optional() }),
+    request: () => z.looseObject({}),
+    response: () => Response.extend({ version: z.string().optional() }),
   },
 } satisfies Api;

@@ -67,35 +67,35 @@ const sink = z.string().min(1).describe("sink ID (MAIN, SUB0, ...)");
 export const api = {
   connect: method({
     summary: "Connects source (e.g. VDEC) to sink: the sink's plane shows a framebuffer of the display's size (setVideoData gives it the frame's) over the whole display; answers the plane's id.",
-    request: z.looseObject({
+    request: () => z.looseObject({
       source: z.string().min(1),
       sourcePort: int8.optional(),
       sink,
       context: z.string().min(1).optional().describe("a registered context (pipeline ID); connecting it disconnects the previously connected context"),
       appId: z.string().optional(),
     }),
-    response: Response.extend({ planeID: int32.optional().describe("the sink's plane id (declared int8_t; DRM plane ids can be larger)") }),
+    response: () => Response.extend({ planeID: int32.optional().describe("the sink's plane id (declared int8_t; DRM plane ids can be larger)") }),
     access: ACCESS,
     level: 11,
   }),
   disconnect: method({
     summary: "Disconnects sink: its plane is given back (to what it showed before, else off) and its framebuffer freed.",
-    request: z.looseObject({ sink, context: z.string().min(1).optional() }),
-    response: Response,
+    request: () => z.looseObject({ sink, context: z.string().min(1).optional() }),
+    response: () => Response,
     access: ACCESS,
     level: 11,
   }),
   "display/getOutputCapabilities": method({
     summary: "The display's plane count and, per sink, the sizes its plane can scale down and up to.",
-    request: z.looseObject({}),
-    response: Response.extend({ numPlanes: int8.optional().describe("every plane of the display"), planes: z.array(Planes).optional() }),
+    request: () => z.looseObject({}),
+    response: () => Response.extend({ numPlanes: int8.optional().describe("every plane of the display"), planes: z.array(Planes).optional() }),
     access: ACCESS,
     level: 11,
   }),
   "display/getParam": method({
     summary: "NumConnector: the number of connected displays; DRMResources with sink: the sink's plane, CRTC and connector ids.",
-    request: z.looseObject({ command: z.string().min(1).describe("NumConnector or DRMResources"), sink: sink.optional() }),
-    response: Response.extend({
+    request: () => z.looseObject({ command: z.string().min(1).describe("NumConnector or DRMResources"), sink: sink.optional() }),
+    response: () => Response.extend({
       sink: z.string().optional(), planeId: int32.optional(), crtcId: int32.optional(), connId: int32.optional(), numConnector: int32.optional(),
     }),
     access: ACCESS,
@@ -103,41 +103,41 @@ export const api = {
   }),
   "display/setCompositing": method({
     summary: "Sets opacity and zOrder of one or more sinks at once (plane alpha and zpos where the planes have them); zOrder stays unique per sink.",
-    request: z.looseObject({ composeOrder: z.union([z.array(ComposeOrder).min(1), ComposeOrder]) }),
-    response: Response,
+    request: () => z.looseObject({ composeOrder: z.union([z.array(ComposeOrder).min(1), ComposeOrder]) }),
+    response: () => Response,
     access: ACCESS,
     level: 11,
   }),
   "display/setDisplayWindow": method({
     summary: "Sets the source crop (sourceInput, whole frame when absent) and the output rectangle (displayOutput, or the whole display with fullScreen) of a connected sink's plane.",
-    request: z.looseObject({
+    request: () => z.looseObject({
       sink,
       fullScreen: z.boolean(),
       sourceInput: VideoRect.optional(),
       displayOutput: VideoRect.optional().describe("required when fullScreen is false"),
     }),
-    response: Response,
+    response: () => Response,
     access: ACCESS,
     level: 11,
   }),
   getStatus: method({
     summary: "One Video entry per sink; with subscribe true the whole list is pushed on every change.",
-    request: z.looseObject({ subscribe: z.boolean().optional() }),
-    response: Response.extend({ subscribed: z.boolean().optional(), video: z.array(Video).optional(), videoInfo: z.null().optional() }),
+    request: () => z.looseObject({ subscribe: z.boolean().optional() }),
+    response: () => Response.extend({ subscribed: z.boolean().optional(), video: z.array(Video).optional(), videoInfo: z.null().optional() }),
     subscribable: true,
     access: ACCESS,
     level: 11,
   }),
   register: method({
     summary: "Registers a context (pipeline ID) for the caller; unregistered when the caller leaves the bus.",
-    request: z.looseObject({ context: z.string().min(1) }),
-    response: Response,
+    request: () => z.looseObject({ context: z.string().min(1) }),
+    response: () => Response,
     access: ACCESS,
     level: 11,
   }),
   setVideoData: method({
     summary: "The connected video's frame size, rate, content and scan type; the sink's framebuffer takes the frame size.",
-    request: z.looseObject({
+    request: () => z.looseObject({
       contentType: z.string().optional(),
       context: z.string().min(1).optional(),
       frameRate: z.number().min(0),
@@ -146,14 +146,14 @@ export const api = {
       scanType: z.string().optional(),
       sink,
     }),
-    response: Response,
+    response: () => Response,
     access: ACCESS,
     level: 11,
   }),
   unregister: method({
     summary: "Unregisters a context; its connected sinks are disconnected.",
-    request: z.looseObject({ context: z.string().min(1) }),
-    response: Response,
+    request: () => z.looseObject({ context: z.string().min(1) }),
+    response: () => Response,
     access: ACCESS,
     level: 11,
   }),
