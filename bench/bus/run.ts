@@ -9,7 +9,8 @@
 //      against a devservices subscription push to each (testautomation
 //      subscribeToCommands + broadcastCommand).
 //   3. footprint: `devservices serve` with every service of the virtual board: idle
-//      RSS and threads, and the time from exec until every bus name is owned.
+//      RSS and threads, and the time from exec until every bus name is owned, against
+//      floor.ts (the runtime and libraries devservices stands on, none of its code).
 //   bun bench/bus/run.ts [CALLS] [RECEIVERS]      (defaults 20000, 1000)
 import { $, spawn } from "bun";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -158,18 +159,36 @@ for (const [label, key, better, coldOnly] of [
 await stop(cService, dev2);
 
 // ---- footprint -----------------------------------------------------------
+// The reference is floor.ts: what devservices stands on (Bun, zod, pino, bun:sqlite,
+// bun:ffi, a socket to the bus) and none of its code, compiled the same way; its exec
+// to "ready" and idle memory are measured in the same run, alternating with serve.
 console.error("bench/bus: footprint"); const board = loadBoard("virtual");
+await $`bun build --compile --bytecode --minify --sourcemap=none ${import.meta.dir}/floor.ts --outfile ${out}/floor`.quiet();
+const socketPath = /unix:path=([^,;]+)/.exec(bus.address)?.[1];
+if (!socketPath) throw new Error(`bench/bus: the bus address has no unix path: ${bus.address}`);
 // Every bus name the board's services own (a service with instances owns one per instance).
 const names = board.services.flatMap((s) => {
   const m = findService(s)!;
   return (m.instances ? m.instances(board) : [m]).map((i) => i.spec.busName);
 });
 const watcher = await BusClient.connect(bus.address);
+const memory = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)![1]);
+  return { rss: kb("VmRSS") / 1024, anon: kb("RssAnon") / 1024, file: kb("RssFile") / 1024, threads: kb("Threads") };
+};
+type Memory = ReturnType<typeof memory>;
 const execTimes: number[] = [];
-let status = "";
-for (let i = 0; i < 5; i++) {
+const floorTimes: number[] = [];
+let served: Memory | undefined;
+let floor: Memory | undefined;
+const FOOT_ROUNDS = 5;
+for (let i = 0; i < FOOT_ROUNDS; i++) {
+  const last = i === FOOT_ROUNDS - 1;
+  // devservices: exec until the last of its names is owned (NameOwnerChanged).
   const owned = new Set<string>();
   let t1 = 0;
+  let unwatch = () => {};
   const all = new Promise<void>((res) => {
     void watcher.onSignal({ sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged" }, (s) => {
       if (names.includes(s.body[0]) && s.body[2]) owned.add(s.body[0]);
@@ -177,25 +196,40 @@ for (let i = 0; i < 5; i++) {
         t1 = performance.now();
         res();
       }
-    });
+    }).then((u) => (unwatch = u));
   });
   await Bun.sleep(50);
   const t0 = performance.now();
   const p = serve([], "warn");
   await all;
   execTimes.push(t1 - t0);
-  if (i === 4) {
+  unwatch();
+  if (last) {
     await Bun.sleep(3000); // idle
-    status = readFileSync(`/proc/${p.pid}/status`, "utf8");
+    served = memory(p.pid);
   }
-  p.kill();
-  await p.exited;
+  await stop(p);
+  // The floor: exec until it prints "ready".
+  await Bun.sleep(50);
+  const f0 = performance.now();
+  const f = spawn([`${out}/floor`, socketPath, join(mkdtempSync(join(out, "floor-")), "floor.db")], { stdout: "pipe", stderr: "inherit" });
+  children.push(f);
+  await waitReady(f, "ready");
+  floorTimes.push(performance.now() - f0);
+  if (last) {
+    await Bun.sleep(3000);
+    floor = memory(f.pid);
+  }
+  await stop(f);
 }
-execTimes.sort((a, b) => a - b);
-const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
-const threads = Number(/Threads:\s+(\d+)/.exec(status)![1]);
-console.log(`\nfootprint: devservices serve with the virtual board's ${names.length} services (${board.services.join(", ")})`);
-console.log(`  idle RSS ${(rssKb / 1024).toFixed(1)} MB, ${threads} threads (goal: <= 50 MB with all ten services)`);
-console.log(`  exec to all ${names.length} names owned: median ${execTimes[2]!.toFixed(0)} ms, min ${execTimes[0]!.toFixed(0)}, max ${execTimes[4]!.toFixed(0)} (goal < 100 ms)`);
+const mb = (x: number) => x.toFixed(1);
+console.log(`\nfootprint: devservices serve with the virtual board's ${names.length} services (${board.services.join(", ")}) against floor.ts (Bun, zod, pino, bun:sqlite, bun:ffi, a bus socket; none of devservices' code)`);
+console.log(`${"metric".padEnd(30)}${"floor".padStart(12)} ${"devservices".padStart(13)}  ${"devservices/floor".padStart(17)}`);
+row("idle RSS (MB)", mb(floor!.rss), mb(served!.rss), (served!.rss / floor!.rss).toFixed(2) + " (goal: <= 50 MB)");
+row("  of which anonymous (MB)", mb(floor!.anon), mb(served!.anon), (served!.anon / floor!.anon).toFixed(2));
+row("  of which file-backed (MB)", mb(floor!.file), mb(served!.file), (served!.file / floor!.file).toFixed(2));
+row("threads", floor!.threads, served!.threads, (served!.threads / floor!.threads).toFixed(2));
+row(`exec to ready, median of ${FOOT_ROUNDS} (ms)`, median(floorTimes).toFixed(0), median(execTimes).toFixed(0), (median(execTimes) / median(floorTimes)).toFixed(2) + " (goal: < 100 ms)");
+console.log(`  devservices: exec until all ${names.length} names are owned, min ${Math.min(...execTimes).toFixed(0)}, max ${Math.max(...execTimes).toFixed(0)} ms; floor: exec until it prints "ready"`);
 watcher.close();
 await bus.stop();
