@@ -77,7 +77,6 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   return { server, client, services: started, stop };
 }
 
-
 /** Both connections, or the first failure with whichever did open closed again. */
 async function bothOrNeither(a: Promise<BusServer>, b: Promise<BusClient>): Promise<[BusServer, BusClient]> {
   const [ra, rb] = await Promise.allSettled([a, b]);

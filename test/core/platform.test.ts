@@ -11,7 +11,8 @@ import { testEnv, spawnScript, eventually, binaryForAnyUser, openBusToAll, type 
 import platformService, { TEST_GROUP } from "../fixtures/platform-service";
 import { LeaseRegistry, LeaseConflict } from "../../src/core/leases";
 import { TopicCatalog } from "../../src/core/topics";
-import type { Subscription } from "../../src/core/service";
+import { z } from "zod";
+import { defineService, type Subscription } from "../../src/core/service";
 
 describe("lease registry", () => {
   test("exclusive and shared leases, conflicts, release hooks, owners", () => {
@@ -97,6 +98,42 @@ describe("in a process, over the bus", () => {
     rmSync(dir, { recursive: true, force: true });
   });
   const leases = () => env.rt!.server.stats().leases;
+
+  test("a method's schemas are built on its first call, once; hosting builds none", async () => {
+    const built: string[] = [];
+    const counted = <T>(name: string, make: () => T) => () => (built.push(name), make());
+    const lazy = defineService({
+      spec: {
+        name: "lazytest",
+        busName: "com.vendor.service.lazytest",
+        description: "schemas built on first use",
+        api: {
+          echo: {
+            summary: "Answers its text.",
+            request: counted("echo request", () => z.object({ text: z.string() })),
+            response: counted("echo response", () => z.looseObject({ returnValue: z.boolean(), text: z.string().optional(), errorText: z.string().optional() })),
+          },
+          other: {
+            summary: "Never called.",
+            request: counted("other request", () => z.object({})),
+            response: counted("other response", () => z.looseObject({ returnValue: z.boolean() })),
+          },
+        },
+        badRequest: (_m, p) => ({ errorText: p.missing ? `missing ${p.missing}` : p.message }),
+        internalError: () => ({ errorText: "internal" }),
+      },
+      create: () => ({ handlers: { echo: (req) => ({ returnValue: true, text: req.text }), other: () => ({ returnValue: true }) } }),
+    });
+    await env.rt!.server.host(lazy.spec, await lazy.create({} as any));
+    expect(built).toEqual([]);
+    const c = await env.client();
+    expect(await c.call(lazy.spec.busName, "echo", { text: "a" })).toEqual({ returnValue: true, text: "a" });
+    expect(built).toEqual(["echo request", "echo response"]);
+    expect(await c.call(lazy.spec.busName, "echo", { text: "b" })).toEqual({ returnValue: true, text: "b" });
+    // A bad request is checked against the same schema, built no second time.
+    expect(await c.call(lazy.spec.busName, "echo", {})).toEqual({ returnValue: false, errorText: "missing text" });
+    expect(built).toEqual(["echo request", "echo response"]);
+  });
 
   test("a call to another service answers at once (median under 10 ms) while a handler waits 2 s on an fd", async () => {
     const waiter = await env.client();
