@@ -14,13 +14,13 @@ const handle = z
 const id = z.string().min(1).describe("camera ID from getCameraList (camera1, ...)");
 const subscribe = z.boolean().optional();
 
-export const capability = z.object({
+export const capability = z.lazy(() => z.object({
   min: z.number().optional(),
   max: z.number().optional(),
   default: z.number().optional(),
   step: z.number().optional(),
   value: z.number().optional(),
-});
+}));
 
 export const PROPERTY_NAMES = [
   "sharpness", "autoExposure", "autoFocus", "autoWhiteBalance", "backlightCompensation", "brightness", "contrast", "exposure",
@@ -29,32 +29,32 @@ export const PROPERTY_NAMES = [
 export type PropertyName = (typeof PROPERTY_NAMES)[number];
 
 /** camera_properties: each optional, a camera_capability; other names are refused. */
-export const properties = z.strictObject(Object.fromEntries(PROPERTY_NAMES.map((n) => [n, capability.optional()])) as {
+export const properties = z.lazy(() => z.strictObject(Object.fromEntries(PROPERTY_NAMES.map((n) => [n, capability.optional()])) as {
   [K in PropertyName]: z.ZodOptional<typeof capability>;
-});
+}));
 
-export const cameraFormat = z.object({
+export const cameraFormat = z.lazy(() => z.object({
   width: z.number().int().positive().default(640),
   height: z.number().int().positive().default(480),
   format: z.string().default("YUV").describe("YUV or JPEG"),
   fps: z.number().positive(),
-});
+}));
 
-export const captureFormat = z.object({
+export const captureFormat = z.lazy(() => z.object({
   width: z.number().int().positive().default(640),
   height: z.number().int().positive().default(480),
   format: z.string().default("YUV"),
   nimage: z.number().optional().describe("images of a burst (1 to 30); required for MODE_BURST"),
   mode: z.string().describe("MODE_BURST or MODE_CONTINUOUS"),
-});
+}));
 
-export const captureInfo = z.object({
+export const captureInfo = z.lazy(() => z.object({
   name: z.string().optional(),
   type: z.string().optional(),
   builtin: z.boolean().optional(),
   resolution: z.record(z.string(), z.array(z.string())).optional(),
   supported: z.boolean().optional(),
-});
+}));
 
 const solution = z.object({ name: z.string(), params: z.looseObject({ enable: z.boolean() }) });
 const solutionOut = solution.extend({ supported: z.boolean().optional() });

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { type Api } from "../../core/service";
 
 /** A `mimeTypes` entry of a filter (spec "What the service does"); a plain string is short for `{mime}`. */
-export const MimeTypeEntry = z.union([
+export const MimeTypeEntry = z.lazy(() => z.union([
   z.string(),
   z.looseObject({
     mime: z.string().optional().describe("mime type, `type/*` and `*/*` allowed"),
@@ -11,28 +11,28 @@ export const MimeTypeEntry = z.union([
     stream: z.boolean().optional().describe("also handles this type from a non-file uri (a stream)"),
     scheme: z.string().optional().describe("handles every uri of this scheme"),
   }),
-]);
+]));
 
-export const IntentFilter = z.looseObject({
+export const IntentFilter = z.lazy(() => z.looseObject({
   actions: z.array(z.string()).optional(),
   uris: z.array(z.string()).optional().describe("prefixes: `http://` matches any http address"),
   mimeTypes: z.array(MimeTypeEntry).optional(),
   priority: z.number().int().optional().describe("higher first among matching handlers (default 0)"),
-});
+}));
 
-export const Intent = z.looseObject({
+export const Intent = z.lazy(() => z.looseObject({
   name: z.string().optional().describe("handler name (explicit intent)"),
   action: z.string().optional().describe("action name (implicit intent)"),
   uri: z.string().optional(),
   mimeType: z.string().optional(),
   extra: z.record(z.string(), z.unknown()).optional(),
-});
+}));
 
-export const Handler = z.object({
+export const Handler = z.lazy(() => z.object({
   name: z.string(),
   sessionId: z.string().optional(),
   intentFilters: z.array(IntentFilter).optional(),
-});
+}));
 
 export type IntentT = z.infer<typeof Intent>;
 export type IntentFilterT = z.infer<typeof IntentFilter>;

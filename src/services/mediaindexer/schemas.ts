@@ -8,7 +8,7 @@ const subscribe = z.boolean().optional().describe("true: keep the call open for 
 const deviceUri = z.string().describe("device URI (storage:///path, msc://<filesystem uuid>, upnp://<udn uuid>, mtp://<vid>:<pid>@<bus>.<dev>)");
 const count = z.number().int().positive().optional().describe("entries per message (default 500; more than 5000 is taken as 5000)");
 
-export const Device = z.looseObject({
+export const Device = z.lazy(() => z.looseObject({
   uri: z.string(),
   name: z.string(),
   description: z.string(),
@@ -17,8 +17,8 @@ export const Device = z.looseObject({
   audioCount: z.number(),
   videoCount: z.number(),
   imageCount: z.number(),
-});
-export const PluginEntry = z.looseObject({ uri: z.string(), active: z.boolean(), deviceList: z.array(Device) });
+}));
+export const PluginEntry = z.lazy(() => z.looseObject({ uri: z.string(), active: z.boolean(), deviceList: z.array(Device) }));
 
 const common = {
   uri: z.string().optional(),
@@ -28,33 +28,33 @@ const common = {
   file_path: z.string().optional(),
   dirty: z.boolean().optional(),
 };
-export const AudioEntry = z.looseObject({
+export const AudioEntry = z.lazy(() => z.looseObject({
   ...common,
   duration: z.number().optional(),
   thumbnail: z.string().optional(),
   genre: z.string().optional(),
   album: z.string().optional(),
   artist: z.string().optional(),
-});
-export const VideoEntry = z.looseObject({
+}));
+export const VideoEntry = z.lazy(() => z.looseObject({
   ...common,
   width: z.number().optional(),
   height: z.number().optional(),
   duration: z.number().optional(),
   thumbnail: z.string().optional(),
-});
-export const ImageEntry = z.looseObject({ ...common, width: z.number().optional(), height: z.number().optional() });
+}));
+export const ImageEntry = z.lazy(() => z.looseObject({ ...common, width: z.number().optional(), height: z.number().optional() }));
 
 const listOf = (entry: z.ZodType) => z.looseObject({ results: z.array(entry), count: z.number(), uri: z.string().optional() });
 
-const listRequest = z.looseObject({
+const listRequest = z.lazy(() => z.looseObject({
   uri: deviceUri.optional().describe("device URI; without it the media of every attached device"),
   subscribe,
   count,
-});
+}));
 const subscribed = z.boolean().optional();
 
-const metadataRequest = z.looseObject({ uri: z.string().describe("media item URI (<device uri>/<path on device>)") });
+const metadataRequest = z.lazy(() => z.looseObject({ uri: z.string().describe("media item URI (<device uri>/<path on device>)") }));
 const str = z.string().optional();
 const num = z.number().optional();
 const metaCommon = {
@@ -69,22 +69,22 @@ const metaCommon = {
   date_of_creation: str,
   dirty: z.boolean().optional(),
 };
-export const AudioMetadata = z.looseObject({
+export const AudioMetadata = z.lazy(() => z.looseObject({
   ...metaCommon,
   duration: num, thumbnail: str, genre: str, album: str, artist: str, album_artist: str,
   track: str.describe("n/total or n"), total_track: str, total_tracks: str,
   sample_rate: num, bit_rate: num, channels: num, bit_per_sample: str, lyric: str,
-});
-export const ImageMetadata = z.looseObject({
+}));
+export const ImageMetadata = z.lazy(() => z.looseObject({
   ...metaCommon,
   width: num, height: num,
   geo_location_latitude: num, geo_location_longitude: num, geo_location_city: str, geo_location_country: str,
-});
-export const VideoMetadata = z.looseObject({
+}));
+export const VideoMetadata = z.lazy(() => z.looseObject({
   ...metaCommon,
   width: num, height: num, duration: num, thumbnail: str, video_codec: str, audio_codec: str,
   frame_rate: str.describe("fraction, e.g. 30000/1001"),
-});
+}));
 const metadataResponse = (m: z.ZodType) => Response.extend({ metadata: m.optional() });
 
 const level = 12;

@@ -7,29 +7,29 @@ const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(),
 const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure]);
 const int = (min: number, max: number, what: string) => z.number().int().min(min).max(max).describe(what);
 
-export const Video = z.object({
+export const Video = z.lazy(() => z.object({
   videoSrc: z.string().min(1).describe("a video source of the board recipe (a camera ID such as camera1)"),
   width: int(16, 7680, "pixels"),
   height: int(16, 4320, "pixels"),
   codec: z.string().min(1).describe("H264 (the board recipe may offer others)"),
   fps: int(1, 240, "frames a second"),
   bitRate: int(1000, 200_000_000, "bits a second"),
-});
+}));
 
-export const Audio = z.object({
+export const Audio = z.lazy(() => z.object({
   codec: z.string().min(1).describe("AAC (the board recipe may offer others)"),
   sampleRate: int(8000, 192000, "samples a second"),
   channelCount: int(1, 8, "channels"),
   bitRate: int(8000, 2_000_000, "bits a second"),
-});
+}));
 
-export const Image = z.object({
+export const Image = z.lazy(() => z.object({
   videoSrc: z.string().min(1).describe("a video source of the board recipe (a camera ID such as camera1)"),
   codec: z.string().min(1).describe("JPEG"),
   width: int(16, 7680, "pixels"),
   height: int(16, 4320, "pixels"),
   quality: int(1, 100, "encoder quality, 1 to 100"),
-});
+}));
 
 export const StartRequest = z
   .looseObject({
@@ -44,11 +44,11 @@ export const StartRequest = z
 export type StartRequest = z.output<typeof StartRequest>;
 
 /** The pushed event (spec: Recording pipeline event). */
-export const RecordEvent = z.looseObject({
+export const RecordEvent = z.lazy(() => z.looseObject({
   returnValue: z.literal(true),
   id: z.string().describe("the camera ID of the recording (the pipeline ID when it has no video)"),
   eventType: z.enum(["endOfStream", "error", "warning", "stateChanged"]),
-});
+}));
 
 export const api = {
   pause: {

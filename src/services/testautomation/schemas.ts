@@ -2,17 +2,17 @@
 import { z } from "zod";
 import { base, type Api } from "../../core/service";
 
-export const Resolution = z.object({ width: z.number().default(1920), height: z.number().default(1080) });
-export const AppInfo = z.looseObject({ id: z.string(), resolution: Resolution.optional() });
-export const Filter = z.looseObject({
+export const Resolution = z.lazy(() => z.object({ width: z.number().default(1920), height: z.number().default(1080) }));
+export const AppInfo = z.lazy(() => z.looseObject({ id: z.string(), resolution: Resolution.optional() }));
+export const Filter = z.lazy(() => z.looseObject({
   className: z.string().optional().describe("matches an item whose class name begins with it"),
   objectName: z.string().optional(),
   visible: z.boolean().optional(),
   onlyActiveWindow: z.boolean().optional(),
   hierarchy: z.string().optional().describe("object names ('#a #b'), matched against the end of the item's hierarchy"),
-});
-export const QueueEntry = z.looseObject({ command: z.unknown().describe("string: the command"), filter: Filter.optional() });
-export const Stage = z.object({
+}));
+export const QueueEntry = z.lazy(() => z.looseObject({ command: z.unknown().describe("string: the command"), filter: Filter.optional() }));
+export const Stage = z.lazy(() => z.object({
   id: z.number(),
   pid: z.number(),
   width: z.number(),
@@ -21,15 +21,15 @@ export const Stage = z.object({
   isActive: z.boolean(),
   scene: z.string(),
   type: z.string(),
-});
-export const RunningApp = z.object({ appId: z.string(), displayId: z.number(), stages: z.array(Stage) });
-export const ApplicationInformation = z.object({
+}));
+export const RunningApp = z.lazy(() => z.object({ appId: z.string(), displayId: z.number(), stages: z.array(Stage) }));
+export const ApplicationInformation = z.lazy(() => z.object({
   resolution: z.object({ width: z.number(), height: z.number() }),
   displayId: z.number(),
   pid: z.number(),
   isQmlApplication: z.boolean(),
   id: z.string(),
-});
+}));
 const Response = z.looseObject(base);
 /** Spec: Number. Stage and command IDs are whole numbers; any other number names none ("Invalid Stage ID", "Command ID is invalid"). */
 const stageId = z.number();

@@ -17,30 +17,30 @@ export const LIMITS = { opacity: [0, 255], zOrder: [0, 3], width: [0, 3840], hei
 const int32 = z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1);
 const int8 = z.number().int().min(-128).max(127);
 
-export const VideoRect = z.object({
+export const VideoRect = z.lazy(() => z.object({
   x: int32.describe("offset from the left edge"),
   y: int32.describe("offset from the top edge"),
   width: int32.min(0),
   height: int32.min(0),
-});
+}));
 export type Rect = z.infer<typeof VideoRect>;
 
-export const VideoSize = z.object({
+export const VideoSize = z.lazy(() => z.object({
   width: z.number().int().min(LIMITS.width[0]).max(LIMITS.width[1]),
   height: z.number().int().min(LIMITS.height[0]).max(LIMITS.height[1]),
-});
+}));
 export type Size = z.infer<typeof VideoSize>;
 
-export const ComposeOrder = z.looseObject({
+export const ComposeOrder = z.lazy(() => z.looseObject({
   sink: z.string().min(1).describe("sink ID (MAIN, SUB0, ...)"),
   opacity: z.number().int().min(LIMITS.opacity[0]).max(LIMITS.opacity[1]).describe("0 (transparent) to 255 (opaque)"),
   zOrder: z.number().int().min(LIMITS.zOrder[0]).max(LIMITS.zOrder[1]).describe("0 to 3, below the number of sinks; unique per sink"),
   context: z.string().min(1).describe("a registered context"),
-});
+}));
 
-export const Planes = z.object({ sinkId: z.string(), maxDownscaleSize: VideoSize, maxUpscaleSize: VideoSize });
+export const Planes = z.lazy(() => z.object({ sinkId: z.string(), maxDownscaleSize: VideoSize, maxUpscaleSize: VideoSize }));
 
-export const Video = z.object({
+export const Video = z.lazy(() => z.object({
   connected: z.boolean(),
   connectedSource: z.string().nullable(),
   connectedSourcePort: int8,
@@ -57,7 +57,7 @@ export const Video = z.object({
   sink: z.string(),
   sourceInput: VideoRect,
   zOrder: z.number().int(),
-});
+}));
 export type VideoT = z.infer<typeof Video>;
 
 const base = { returnValue: z.boolean(), errorCode: z.number().int().optional(), errorMessage: z.string().optional() };
