@@ -40,10 +40,13 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   // like the hosting one by Bun's socket; a call whose reply carries fds says so and
   // takes a recvmsg connection opened when first needed (docs/decisions.md, "The bus stack").
   // The two connections are opened side by side: their handshakes overlap.
-  const [server, client] = await bothOrNeither(
-    BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses }),
-    BusClient.connect(opts.busAddress, { receiveFds: false }),
-  );
+  const [server, client] = (await allOrUndo<BusServer | BusClient>(
+    [
+      BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses }),
+      BusClient.connect(opts.busAddress, { receiveFds: false }),
+    ],
+    async (opened) => void (await Promise.allSettled(opened.map(async (c) => c.close()))),
+  )) as [BusServer, BusClient];
   const stop = async () => {
     await server.close();
     client.close();
@@ -67,21 +70,19 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     await server.host(module.spec, instance);
     return { module, instance };
   };
-  const results = await Promise.allSettled(modules.map(start));
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-  if (failed) {
-    await stop().catch(() => {});
-    throw failed.reason;
-  }
-  const started: Runtime["services"] = results.map((r) => (r as PromiseFulfilledResult<Runtime["services"][number]>).value);
+  const started = await allOrUndo(modules.map(start), stop);
   return { server, client, services: started, stop };
 }
 
-/** Both connections, or the first failure with whichever did open closed again. */
-async function bothOrNeither(a: Promise<BusServer>, b: Promise<BusClient>): Promise<[BusServer, BusClient]> {
-  const [ra, rb] = await Promise.allSettled([a, b]);
-  if (ra.status === "fulfilled" && rb.status === "fulfilled") return [ra.value, rb.value];
-  if (ra.status === "fulfilled") await ra.value.close().catch(() => {});
-  if (rb.status === "fulfilled") rb.value.close();
-  throw (ra.status === "rejected" ? ra : (rb as PromiseRejectedResult)).reason;
+/**
+ * Every result, in order, once all have settled; when one failed, `undo` gets the
+ * ones that succeeded and the first failure is thrown.
+ */
+async function allOrUndo<T>(work: Promise<T>[], undo: (succeeded: T[]) => Promise<void>): Promise<T[]> {
+  const results = await Promise.allSettled(work);
+  const succeeded = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (!failed) return succeeded;
+  await undo(succeeded).catch(() => {});
+  throw failed.reason;
 }
