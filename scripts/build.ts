@@ -2,10 +2,11 @@
 // DEVSERVICES_TARGET=bun-linux-<arch> dist/devservices-<arch> for that target. The poller
 // thread of the event source (src/ffi/loop.ts) is a second entry point so the binary carries it.
 import { $ } from "bun";
+import { COMPILE_FLAGS } from "./compile-flags";
 
 const target = process.env.DEVSERVICES_TARGET; // e.g. bun-linux-arm64 for a cross build
 // A target build goes next to the host's: bun-linux-arm64 -> dist/devservices-arm64.
 const outfile = target ? `dist/devservices-${target.replace(/^bun-linux-/, "")}` : "dist/devservices";
-await $`bun build --compile --bytecode --minify --sourcemap=none --external x11 ${
+await $`bun build ${COMPILE_FLAGS} --external x11 ${
   target ? ["--target", target] : []
 } src/main.ts src/ffi/poller-worker.ts src/ffi/gst-worker.ts src/services/mediaindexer/backend/extract-worker.ts src/services/peripheralmanager/backend/transfer-worker.ts --outfile ${outfile}`;

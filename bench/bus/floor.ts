@@ -2,8 +2,8 @@
 // devservices stands on and none of its own code: the Bun runtime, zod (a schema
 // built and a payload parsed), pino (a log line to stdout), bun:sqlite (a database in
 // WAL mode, as the file cache and the media indexer keep), bun:ffi (libc opened with
-// a few symbols) and a unix socket connected to the bus. Built with the same
-// `bun build --compile` flags as the product; prints "ready" once all of that is done,
+// a few symbols) and a unix socket connected to the bus. Built with the product's
+// flags (scripts/compile-flags.ts); prints "ready" once all of that is done,
 // then idles. Usage: floor BUS_SOCKET_PATH DATABASE_PATH
 import { z } from "zod";
 import pino from "pino";

@@ -20,6 +20,7 @@ import { startPrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import { loadBoard } from "../../src/core/board";
 import { findService } from "../../src/services";
+import { COMPILE_FLAGS } from "../../scripts/compile-flags";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const CALLS = Number(process.argv[2] ?? 20000);
@@ -163,7 +164,7 @@ await stop(cService, dev2);
 // bun:ffi, a socket to the bus) and none of its code, compiled the same way; its exec
 // to "ready" and idle memory are measured in the same run, alternating with serve.
 console.error("bench/bus: footprint"); const board = loadBoard("virtual");
-await $`bun build --compile --bytecode --minify --sourcemap=none ${import.meta.dir}/floor.ts --outfile ${out}/floor`.quiet();
+await $`bun build ${COMPILE_FLAGS} ${import.meta.dir}/floor.ts --outfile ${out}/floor`.quiet();
 const socketPath = /unix:path=([^,;]+)/.exec(bus.address)?.[1];
 if (!socketPath) throw new Error(`bench/bus: the bus address has no unix path: ${bus.address}`);
 // Every bus name the board's services own (a service with instances owns one per instance).
