@@ -59,6 +59,8 @@ interface Pending {
 const READ_BUDGET = 1 << 20;
 /** Queued bytes in one tick past which they are written at once, not at the end of the tick. */
 const EARLY_FLUSH = 16 << 10;
+/** Messages queued behind one another are joined into writes of up to this many bytes. */
+const COALESCE = 1 << 18;
 const EMPTY = Buffer.alloc(0);
 const RECV_SIZE = 65536;
 
@@ -297,31 +299,36 @@ export class Connection {
     this.outBytes = 0;
     while (this.out.length && !this.isClosed) {
       const head = this.out[0]!;
-      if (this.outOff === 0 && !head.fds.length && this.out.length > 1 && !this.out[1]!.fds.length) {
+      if (this.outOff === 0 && !head.fds.length && head.data.length < COALESCE && this.out.length > 1 && !this.out[1]!.fds.length) {
         // Coalesce the messages without fds that follow into one buffer, one sendmsg.
+        // The head is under COALESCE and the next has no fds, so at least two merge:
+        // the queue gets shorter on every pass (a head already that large is sent as
+        // it is).
         let k = 1;
         let size = head.data.length;
-        while (k < this.out.length && !this.out[k]!.fds.length && size < 1 << 18) size += this.out[k++]!.data.length;
+        while (k < this.out.length && !this.out[k]!.fds.length && size < COALESCE) size += this.out[k++]!.data.length;
         const data = Buffer.concat(this.out.slice(0, k).map((e) => e.data), size);
         this.out.splice(0, k, { data, fds: [], owned: false });
-        continue;
       }
-      const chunk = this.outOff ? head.data.subarray(this.outOff) : head.data;
+      const entry = this.out[0]!;
+      const chunk = this.outOff ? entry.data.subarray(this.outOff) : entry.data;
       let n: number;
       try {
-        n = this.transmit(chunk, this.outOff ? [] : head.fds);
+        n = this.transmit(chunk, this.outOff ? [] : entry.fds);
       } catch {
         this.close();
         return;
       }
       if (n === 0) {
+        // The socket is full: the event source (or Bun's drain) calls again once it
+        // is writable. Never retried here.
         this.w?.want({ writable: true });
         return;
       }
-      if (this.outOff === 0 && head.owned) {
+      if (this.outOff === 0 && entry.owned) {
         // The kernel holds its own references to the fds now.
-        for (const fd of head.fds) libc.close(fd);
-        head.owned = false;
+        for (const fd of entry.fds) libc.close(fd);
+        entry.owned = false;
       }
       if (n < chunk.length) {
         this.outOff += n;

@@ -66,9 +66,10 @@ export async function testEnv(): Promise<Env> {
 /**
  * Runs a TypeScript file (test/fixtures/...) as a separate process with the bus
  * address in DEVSERVICES_BUS. Lines it prints are collected; waitFor() awaits one.
+ * `prefix` runs it through another command (e.g. setpriv, as another uid).
  */
-export function spawnScript(script: string, args: string[] = [], env: Record<string, string> = {}) {
-  const proc: Subprocess<"ignore", "pipe", "inherit"> = spawn([BUN, join(ROOT, script), ...args], {
+export function spawnScript(script: string, args: string[] = [], env: Record<string, string> = {}, prefix: string[] = []) {
+  const proc: Subprocess<"ignore", "pipe", "inherit"> = spawn([...prefix, BUN, join(ROOT, script), ...args], {
     stdin: "ignore",
     stdout: "pipe",
     stderr: "inherit",
