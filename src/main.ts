@@ -14,7 +14,7 @@ import { loadBoard } from "./core/board";
 import { configureLogging } from "./core/log";
 import { SERVICES, findService } from "./services";
 import { schemaOf, type MethodSpec } from "./core/service";
-import { startRuntime } from "./runtime";
+import { startRuntime, describeFailure } from "./runtime";
 import { SystemdNotifier } from "./ffi/sdnotify";
 import pkg from "../package.json" with { type: "json" };
 import demoViewer from "../recipes/apps/com.vendor.demo.viewer/viewer" with { type: "text" };
@@ -128,10 +128,12 @@ async function serve(argv: string[]) {
     log,
     checkResponses: flags["check-responses"] === true || undefined,
   });
-  log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName) }, "devservices ready");
-  // Under systemd (Type=notify): ready once every name is owned, watchdog pings, stopping.
+  log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName), failed: rt.failed.map((f) => f.name) }, "devservices ready");
+  // Under systemd (Type=notify): ready once every name that can be is owned (a
+  // service that could not start is named in STATUS), watchdog pings, stopping.
   const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
-  systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}`);
+  const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
+  systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
   rt.server.onDisconnect.push(() => {
     log.fatal("lost the bus; exiting");
     process.exit(1);
@@ -139,9 +141,18 @@ async function serve(argv: string[]) {
   await untilSignal();
   log.info("stopping");
   systemd.stopping();
+  // Stopping is bounded: a service whose stop hangs cannot keep the process past
+  // STOP_DEADLINE_MS (systemd's own stop timeout is longer).
+  setTimeout(() => {
+    log.error(`services did not stop within ${STOP_DEADLINE_MS} ms; exiting`);
+    process.exit(1);
+  }, STOP_DEADLINE_MS).unref();
   await rt.stop();
   process.exit(0);
 }
+
+/** Longest a signalled `serve` takes to exit. */
+const STOP_DEADLINE_MS = 2500;
 
 function untilSignal(): Promise<void> {
   return new Promise((resolve) => {

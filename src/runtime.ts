@@ -23,6 +23,8 @@ export interface Runtime {
   server: BusServer;
   client: BusClient;
   services: { module: ServiceModule<any>; instance: ServiceInstance<any> }[];
+  /** Services that could not start (each logged once); the rest serve. */
+  failed: FailedService[];
   stop(): Promise<void>;
 }
 
@@ -35,14 +37,17 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     // A service with several bus names is hosted as its instances (ServiceModule.instances).
     return m.instances ? m.instances(opts.board) : [m];
   });
-  mkdirSync(opts.stateDir, { recursive: true });
+  // A state directory that cannot be made is told by each service that needs it.
+  try {
+    mkdirSync(opts.stateDir, { recursive: true });
+  } catch {}
   // Calls to peers (other services, logind) go over a connection of their own, read
   // like the hosting one by Bun's socket; a call whose reply carries fds says so and
   // takes a recvmsg connection opened when first needed (docs/decisions.md, "The bus stack").
   // The two connections are opened side by side: their handshakes overlap.
   const [server, client] = (await allOrUndo<BusServer | BusClient>(
     [
-      BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses }),
+      BusServer.connect(opts.busAddress, { log: log.child({ component: "bus" }), checkResponses: opts.checkResponses, limits: opts.board.limits }),
       BusClient.connect(opts.busAddress, { receiveFds: false }),
     ],
     async (opened) => void (await Promise.allSettled(opened.map(async (c) => c.close()))),
@@ -52,7 +57,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     client.close();
   };
   // The services start side by side: each one's awaits (its bus name, a peer, a
-  // database) overlap the others' work; `services` keeps the board's order.
+  // database) overlap the others' work; `services` keeps the board's order. One that
+  // cannot start (an unusable state directory, its name held elsewhere) fails alone:
+  // its name is not owned, one log line names it, the path and the errno, and the
+  // others serve. Only when none could start does the runtime fail.
   const start = async (module: ServiceModule<any>) => {
     const name = module.spec.name;
     const stateDir = join(opts.stateDir, name);
@@ -67,11 +75,46 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       topics: server.topics.scope(name),
       config: (opts.board.serviceConfig?.[name] ?? {}) as Record<string, unknown>,
     });
-    await server.host(module.spec, instance);
+    try {
+      await server.host(module.spec, instance);
+    } catch (e) {
+      await Promise.resolve(instance.stop?.()).catch(() => {});
+      server.leases.releasePrefix(`${name}/`);
+      throw e;
+    }
     return { module, instance };
   };
-  const started = await allOrUndo(modules.map(start), stop);
-  return { server, client, services: started, stop };
+  const results = await Promise.allSettled(modules.map(start));
+  const started: Runtime["services"] = [];
+  const failed: FailedService[] = [];
+  results.forEach((r, i) => {
+    if (r.status === "fulfilled") return started.push(r.value);
+    const e = r.reason as NodeJS.ErrnoException;
+    const f: FailedService = { name: modules[i]!.spec.name, busName: modules[i]!.spec.busName, error: e, path: e?.path, errno: e?.code };
+    failed.push(f);
+    log.error({ service: f.name, busName: f.busName, path: f.path, errno: f.errno, err: e }, `${f.name} cannot start: ${describeFailure(f)}; the other services serve`);
+  });
+  if (!started.length) {
+    await stop().catch(() => {});
+    throw failed[0]!.error;
+  }
+  return { server, client, services: started, failed, stop };
+}
+
+/** One service that could not start. */
+export interface FailedService {
+  name: string;
+  busName: string;
+  error: unknown;
+  /** The file or directory it failed on, and the errno's name, when the error says. */
+  path?: string;
+  errno?: string;
+}
+
+/** "EROFS on /var/lib/devservices/filecache/copies", or the error's message. */
+export function describeFailure(f: FailedService): string {
+  if (f.errno && f.path) return `${f.errno} on ${f.path}`;
+  return (f.error as Error)?.message ?? String(f.error);
 }
 
 /**

@@ -86,8 +86,19 @@ function valueAt(v: unknown, path: PropertyKey[]): unknown {
   return v;
 }
 
+/** What one client may hold at once (board recipe `limits`, docs/limits.md). */
+export interface ClientLimits {
+  /** Open subscriptions of one connection (unique name). */
+  subscriptionsPerClient: number;
+  /** Open subscriptions of all connections of one uid (an app may open many). */
+  subscriptionsPerUser: number;
+}
+
+export const DEFAULT_CLIENT_LIMITS: ClientLimits = { subscriptionsPerClient: 1024, subscriptionsPerUser: 4096 };
+
 export interface ServerOptions {
   log?: Logger;
+  limits?: Partial<ClientLimits>;
   /** Validate every response against the method's response schema (tests turn this on). */
   checkResponses?: boolean;
 }
@@ -102,6 +113,9 @@ export class BusServer {
   private clients = new Map<string, ClientState>();
   private gone = new Set<string>();
   private checkResponses: boolean;
+  readonly limits: ClientLimits;
+  /** Open subscriptions by caller uid (the per-user bound). */
+  private subscriptionsOfUid = new Map<number, number>();
   disconnected = false;
   private closing = false;
   /** How long host() waits in the queue for a name another connection still holds. */
@@ -112,6 +126,7 @@ export class BusServer {
   private constructor(readonly conn: Connection, readonly address: string, opts: ServerOptions) {
     this.log = opts.log ?? logger("bus");
     this.checkResponses = opts.checkResponses ?? process.env.DEVSERVICES_CHECK_RESPONSES === "1";
+    this.limits = { ...DEFAULT_CLIENT_LIMITS, ...opts.limits };
     this.leases.onError = (e, lease) => this.log.error({ err: e, lease: lease.key, owner: lease.owner }, "releasing a lease failed");
     conn.onCall = (msg) => this.onMethodCall(msg);
     conn.onClose(() => {
@@ -254,8 +269,21 @@ export class BusServer {
     if (c || n) this.log.debug({ client: name, leases: n }, "client gone, its state released");
   }
 
+  /** Called once per subscription, when it ends. */
   forget(s: SubscriptionImpl) {
     this.clients.get(s.caller.name)?.subscriptions.delete(s.serial);
+    const n = (this.subscriptionsOfUid.get(s.caller.uid) ?? 1) - 1;
+    if (n > 0) this.subscriptionsOfUid.set(s.caller.uid, n);
+    else this.subscriptionsOfUid.delete(s.caller.uid);
+  }
+
+  /** Why caller may not open another subscription now, or undefined when it may. */
+  private subscriptionRefused(c: ClientState, caller: Caller): string | undefined {
+    if (c.subscriptions.size >= this.limits.subscriptionsPerClient)
+      return `Too many subscriptions: a client may hold ${this.limits.subscriptionsPerClient} at once`;
+    if ((this.subscriptionsOfUid.get(caller.uid) ?? 0) >= this.limits.subscriptionsPerUser)
+      return `Too many subscriptions: the clients of one user may hold ${this.limits.subscriptionsPerUser} at once`;
+    return undefined;
   }
 
   // One change published to many subscribers is the same object: serialize it once.
@@ -356,12 +384,19 @@ export class BusServer {
               ? { returnValue: false, ...h.spec.denied(method, caller) }
               : { returnValue: false, errorText: `Permission denied: ${method} is for ${describeRule(rule)}` };
           } else {
-            if ((spec.subscribable && (payload as Json).subscribe === true) || spec.alwaysSubscribes) {
+            const subscribes = (spec.subscribable && (payload as Json).subscribe === true) || spec.alwaysSubscribes;
+            const refused = subscribes ? this.subscriptionRefused(c, caller) : undefined;
+            if (subscribes && !refused) {
               subscription = new SubscriptionImpl(this, `${caller.name}/${msg.serial}`, caller, method, msg.serial, h.path);
               c.subscriptions.set(msg.serial, subscription);
+              this.subscriptionsOfUid.set(caller.uid, (this.subscriptionsOfUid.get(caller.uid) ?? 0) + 1);
             }
             try {
-              response = await h.instance.handlers[method]!(parsed.data, { caller, method, subscription });
+              if (refused) {
+                this.log.warn({ service: h.spec.name, method, caller: caller.name, uid: caller.uid }, refused);
+                // The service's own code for a failure it did not cause, with the reason as text.
+                response = { returnValue: false, ...h.spec.internalError(method, new Error(refused)), errorText: refused };
+              } else response = await h.instance.handlers[method]!(parsed.data, { caller, method, subscription });
             } catch (e) {
               if (e instanceof ServiceError) response = e.response();
               else {

@@ -16,6 +16,13 @@ export const BoardSchema = z.looseObject({
   services: z.array(z.string()).min(1),
   /** Per-service options, keyed by the service's short name. */
   serviceConfig: z.record(z.string(), z.record(z.string(), z.unknown())).default({}),
+  /** What one client may hold at once, for every service (docs/limits.md). */
+  limits: z
+    .strictObject({
+      subscriptionsPerClient: z.int().positive().optional(),
+      subscriptionsPerUser: z.int().positive().optional(),
+    })
+    .default({}),
 });
 
 export type Board = z.infer<typeof BoardSchema>;
