@@ -3,11 +3,14 @@
 // name a new, unrelated thing with it.
 //
 // IDs are handed out from blocks reserved in a small file of the state directory: the
-// end of the current block is written (temporary file, fsync, rename) before the
-// first ID of the block is given out, and a new start begins after the last block
-// reserved. A crash therefore skips at most the unused rest of one block; IDs are
-// never reused. The file holds one decimal number.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+// end of a block is written (temporary file, fsync, rename, fsync of the directory)
+// before the first ID of the block is given out, and a new start begins after the
+// last block reserved. A crash therefore skips at most the unused rest of one block;
+// IDs are never reused. The next block is reserved when half of the current one is
+// used, so a write that fails for a while (a full disk) costs nothing until the
+// current block runs out; then take() throws IdsUnavailable rather than hand out an
+// ID that a restart could hand out again. The file holds one decimal number.
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, constants } from "node:fs";
 import { dirname } from "node:path";
 
 export interface IdSourceOptions {
@@ -15,8 +18,15 @@ export interface IdSourceOptions {
   block?: number;
   /** The first ID ever handed out (default 1). */
   first?: number;
-  /** A block that cannot be saved is still used (IDs keep coming; only their uniqueness across a restart is lost): told here. */
+  /** A block that could not be reserved (the write failed): told here, once per try. */
   onError?: (e: unknown) => void;
+}
+
+/** No ID is reserved and the state directory cannot take a new reservation. */
+export class IdsUnavailable extends Error {
+  constructor(readonly file: string, readonly cause: unknown) {
+    super(`no identifier can be reserved in ${file}: ${(cause as Error)?.message ?? String(cause)}`);
+  }
 }
 
 export class IdSource {
@@ -37,14 +47,20 @@ export class IdSource {
     this.reservedEnd = end;
   }
 
-  /** The next ID: unique for this file, across restarts. */
+  /** The next ID: unique for this file, across restarts. Throws IdsUnavailable when none can be reserved. */
   take(): number {
-    if (this.next > this.reservedEnd) this.reserve(this.next + this.block - 1);
+    if (this.next > this.reservedEnd) {
+      const e = this.reserve(this.next + this.block - 1);
+      if (e) throw new IdsUnavailable(this.file, e);
+    } else if (this.reservedEnd - this.next < this.block / 2) {
+      // Ahead of need: a failure here leaves the rest of the current block to use.
+      this.reserve(this.reservedEnd + this.block);
+    }
     return this.next++;
   }
 
-  private reserve(end: number) {
-    this.reservedEnd = end;
+  /** Writes `end` as the reserved end; returns the error when it could not be saved. */
+  private reserve(end: number): unknown {
     try {
       mkdirSync(dirname(this.file), { recursive: true });
       const tmp = `${this.file}.tmp`;
@@ -56,8 +72,18 @@ export class IdSource {
         closeSync(fd);
       }
       renameSync(tmp, this.file);
+      // The rename itself is durable only once the directory is.
+      const dfd = openSync(dirname(this.file), constants.O_RDONLY | constants.O_DIRECTORY);
+      try {
+        fsyncSync(dfd);
+      } finally {
+        closeSync(dfd);
+      }
+      this.reservedEnd = end;
+      return undefined;
     } catch (e) {
       this.onError?.(e);
+      return e;
     }
   }
 }
