@@ -12,6 +12,7 @@ import { E } from "./errors";
 import { matchIntent, ordered, type HandlerEntry } from "./match";
 import { HandlerRegistry, type AppSource } from "./backend/registry";
 import { readFileSync } from "node:fs";
+import { HandlerProcessLimits, isRefusal, refusalReason } from "./limits";
 import { AppManagerLauncher, AutoLauncher, ExecLauncher, LaunchRefused, type Launcher } from "./backend/launcher";
 
 /** serviceConfig.intent (docs/services/intent.md). */
@@ -24,6 +25,10 @@ const Config = z.object({
   intentLifetimeMs: z.number().int().positive().default(300000),
   maxIntents: z.number().int().positive().default(1024),
   reloadDelayMs: z.number().int().nonnegative().default(50),
+  /** Handler processes the service runs at once for the callers of one uid (docs/services/intent.md). */
+  maxHandlerProcessesPerUid: z.number().int().positive().default(16),
+  /** Handler processes the service runs at once in all. */
+  maxHandlerProcesses: z.number().int().positive().default(64),
 });
 
 export const DEFAULT_APPLICATION_DIR = "/usr/share/devservices/applications";
@@ -92,6 +97,9 @@ export default defineService({
     const launcher: Launcher =
       cfg.launcher === "exec" ? exec : cfg.launcher === "applicationmanager" ? appManager : new AutoLauncher(ctx.peers, cfg.applicationManager, appManager, exec);
 
+    // A place per handler process, taken before its launch and given back when it is gone.
+    const processes = new HandlerProcessLimits({ perUid: cfg.maxHandlerProcessesPerUid, total: cfg.maxHandlerProcesses });
+
     // Running intents, oldest activity first (a Map keeps insertion order; touch() re-inserts).
     const intents = new Map<number, RunningIntent>();
     // IDs unique across restarts: a handler from before a crash cannot answer a new intent.
@@ -147,6 +155,13 @@ export default defineService({
         const pool = sessionHandlers(req.sessionId);
         const intent = requireKeys(req.intent);
         const handler = matchIntent(pool, intent)[0] ?? raise(E.noHandler);
+        // Taken before anything awaits, so launches asked for together are counted together.
+        const place = processes.take(call.caller.uid);
+        if (isRefusal(place)) {
+          const reason = refusalReason(place);
+          ctx.log.warn({ handler: handler.name, caller: call.caller.name, uid: call.caller.uid, pid: call.caller.pid, reason }, "handler launch refused");
+          raise(E.startFailed, { reason });
+        }
         const id = intentIds.take();
         const rec: RunningIntent = { id, handler };
         if (intents.size >= cfg.maxIntents) expire(intents.values().next().value!, "too many running intents");
@@ -155,8 +170,14 @@ export default defineService({
         if (call.subscription) ctx.topics.add(resultKey(id), call.subscription);
         const params: Json = { intent: { ...intent, intentId: id } };
         try {
-          rec.pid = (await launcher.launch(handler, params)).pid;
+          const launched = await launcher.launch(handler, params);
+          rec.pid = launched.pid;
+          // The place is held while the service's own process lives; a process the
+          // application manager started is the manager's to bound.
+          if (launched.ended) launched.ended.then(place.release, place.release);
+          else place.release();
         } catch (e) {
+          place.release();
           ctx.log.error({ intentId: id, handler: handler.name, sessionId: handler.sessionId, err: (e as Error).message }, "handler launch failed");
           expire(rec, "launch failed");
           raise(E.startFailed, e instanceof LaunchRefused ? { reason: e.message } : {});
@@ -212,7 +233,7 @@ export default defineService({
           subscribers += n;
           perIntent[r.id] = n;
         }
-        return { intents: intents.size, subscribers, perIntent, handlers: registry.handlers.length, generation: registry.generation };
+        return { intents: intents.size, subscribers, perIntent, handlers: registry.handlers.length, generation: registry.generation, processes: processes.counts() };
       },
       registry,
     };

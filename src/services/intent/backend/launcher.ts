@@ -11,6 +11,12 @@ import type { HandlerEntry } from "../match";
 export interface Launched {
   /** The process started for the intent, when the launcher knows it (sendResult is then accepted from it and its children only). */
   pid?: number;
+  /**
+   * Resolves when the process the service started is gone: exited, reaped, and its
+   * output pipes closed (a descendant that keeps them open keeps it alive). Absent
+   * when the process is not the service's own (launched by the application manager).
+   */
+  ended?: Promise<void>;
 }
 
 export interface Launcher {
@@ -78,13 +84,13 @@ export class ExecLauncher implements Launcher {
     this.children.add(child);
     const log = this.log.child({ app: handler.name, appPid: child.pid });
     log.info({ main }, "application started");
-    this.forward(child.stdout, (line) => log.info({ stream: "stdout" }, line));
-    this.forward(child.stderr, (line) => log.warn({ stream: "stderr" }, line));
-    child.exited.then((code) => {
+    const out = this.forward(child.stdout, (line) => log.info({ stream: "stdout" }, line));
+    const err = this.forward(child.stderr, (line) => log.warn({ stream: "stderr" }, line));
+    const exited = child.exited.then((code) => {
       this.children.delete(child);
       log.info({ exitCode: code, signal: child.signalCode ?? undefined }, "application exited");
     });
-    return { pid: child.pid };
+    return { pid: child.pid, ended: Promise.all([exited, out, err]).then(() => {}) };
   }
 
   private async forward(stream: ReadableStream<Uint8Array>, emit: (line: string) => void) {
