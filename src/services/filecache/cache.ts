@@ -87,6 +87,9 @@ export function extensionOf(fileName: string): string {
   return /^\.[A-Za-z0-9_+-]{1,32}$/.test(ext) ? ext : "";
 }
 
+/** Control characters (C0 and DEL), refused in file names and copy destinations. */
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 const objectName = (id: number, ext: string) => id.toString(16).padStart(8, "0") + ext;
 const OBJECT_NAME = /^([0-9a-f]{8,})((?:\.[A-Za-z0-9_+-]{1,32})?)$/;
 
@@ -138,10 +141,26 @@ export class FileCache {
 
   /** Opens the store and reconciles it with the files on disk. */
   static open(cfg: FileCacheConfig, log: Logger, now: () => number = Date.now): FileCache {
-    files.ensureDir(cfg.cacheDirectory);
-    files.ensureDir(dirname(cfg.metadataFile));
-    const cache = new FileCache(cfg, new MetadataStore(cfg.metadataFile), log, now);
-    cache.reconcile();
+    // Each place is checked before use, so a failure names it with its errno (err.path, err.code):
+    // SQLite's own errors name neither.
+    files.usableDir("the cache directory", cfg.cacheDirectory);
+    files.usableDir("the metadata directory", dirname(cfg.metadataFile));
+    for (const f of [cfg.metadataFile, cfg.metadataFile + "-wal", cfg.metadataFile + "-shm"]) files.usableFile("the metadata file", f);
+    let store: MetadataStore;
+    try {
+      store = new MetadataStore(cfg.metadataFile);
+    } catch (e) {
+      throw new files.StorageUnusable("the metadata file", cfg.metadataFile, e);
+    }
+    const cache = new FileCache(cfg, store, log, now);
+    try {
+      cache.reconcile();
+    } catch (e: any) {
+      store.close();
+      if (e instanceof files.StorageUnusable) throw e;
+      // Node's file errors name their path; SQLite's are the metadata file's.
+      throw new files.StorageUnusable(typeof e?.path === "string" ? "a file of the cache" : "the metadata file", typeof e?.path === "string" ? e.path : cfg.metadataFile, e);
+    }
     try {
       cache.watcher = new files.DirWatcher((dir, name) => cache.closedAfterWrite(dir, name));
       for (const t of cache.types.values()) cache.watchType(t);
@@ -355,6 +374,21 @@ export class FileCache {
   }
 
   /**
+   * Why a name cannot be one file name (InsertCacheObject's fileName, the name of a
+   * copy), or null: empty, "." or "..", holding "/" or a control character (U+0000
+   * to U+001F, U+007F), or longer than maxFileNameBytes in UTF-8.
+   */
+  fileNameProblem(name: string): string | null {
+    if (name.length === 0) return "the name is empty";
+    if (name === "." || name === "..") return `the name is ${JSON.stringify(name)}`;
+    if (name.includes("/")) return "the name holds '/'";
+    if (CONTROL.test(name)) return "the name holds control characters";
+    const bytes = Buffer.byteLength(name);
+    if (bytes > this.cfg.maxFileNameBytes) return `the name is ${bytes} bytes long, more than ${this.cfg.maxFileNameBytes}`;
+    return null;
+  }
+
+  /**
    * The object a pathName names, with the spec's -199 cases told apart; `asMissing`
    * answers every case with the given row instead (GetCacheObjectFilename/Size).
    */
@@ -495,39 +529,73 @@ export class FileCache {
     if (FileCache.validTypeName(req.typeName)) raise(E.noSuchTypeDefined(M, req.typeName));
     const t = this.types.get(req.typeName);
     if (!t) return raise(E.typeMissing(M, req.typeName));
+    const badName = this.fileNameProblem(req.fileName);
+    if (badName) raise(E.badFileName(M, badName));
     const size = req.size !== undefined ? wholeBytes(req.size) : t.size > 0 ? t.size : 0;
     if (size <= 0) raise(E.noSize(M, t.name));
     if (t.dirType && size <= BLOCK) raise(E.dirTypeTooSmall(M, t.name));
     const charge = pad(size);
-    return this.change(() => {
+    // Room in the cache's accounting: the objects evicted for it go (committed, their files removed).
+    this.change(() => {
       if (!this.makeRoom(t, charge)) raise(E.noSpace(M, t.name, size));
-      const id = ++this.lastId;
-      const ext = extensionOf(req.fileName);
-      const path = join(t.dir, objectName(id, ext));
-      files.createObject(path, t.dirType, owner);
-      const now = this.now();
-      const row: ObjectRow = {
-        id,
-        type: t.name,
-        fileName: req.fileName,
-        ext,
-        size,
-        cost: req.cost ?? t.cost,
-        lifetime: req.lifetime ?? t.lifetime,
-        lastUsed: now,
-        writing: writing ? 1 : 0,
-        doomed: 0,
-      };
-      try {
-        this.store.insertObject(row);
-      } catch (e) {
-        files.removePath(path);
-        throw e;
-      }
-      const o = this.addObject(t, row, path);
-      if (writing) this.hold(o);
-      return o;
     });
+    // Room on the file system holding the cache, as it is now (other files share it).
+    const free = files.freeBytes(t.dir);
+    if (free !== null && free < charge) raise(E.noSpaceOnStorage(M, t.name, size, `the cache's file system has ${free} bytes free`));
+    // The file, then its row in a transaction of its own: both, or neither.
+    const id = ++this.lastId;
+    const ext = extensionOf(req.fileName);
+    const path = join(t.dir, objectName(id, ext));
+    try {
+      files.createObject(path, t.dirType, owner);
+    } catch (e) {
+      return raise(this.storageFailure(M, t.name, size, e, path));
+    }
+    const row: ObjectRow = {
+      id,
+      type: t.name,
+      fileName: req.fileName,
+      ext,
+      size,
+      cost: req.cost ?? t.cost,
+      lifetime: req.lifetime ?? t.lifetime,
+      lastUsed: this.now(),
+      writing: writing ? 1 : 0,
+      doomed: 0,
+    };
+    try {
+      this.store.insertObject(row);
+    } catch (e) {
+      this.removeQuietly(path);
+      return raise(this.storageFailure(M, t.name, size, e, path));
+    }
+    const o = this.addObject(t, row, path);
+    if (writing) this.hold(o);
+    return o;
+  }
+
+  /**
+   * The answer to a storage failure while creating an object (its file or its row):
+   * full (ENOSPC, EDQUOT) is the spec's -199 "no space of the requested size"; an
+   * I/O error or a read-only file system is -199 "cannot be stored"
+   * (docs/decisions/filecache.md). The reason is a fixed phrase: no errno text, no
+   * path. Anything else is thrown on as it is.
+   */
+  private storageFailure(m: string, type: string, size: number, e: unknown, path: string): Row {
+    const code = files.storageCode(e);
+    const why = code ? STORAGE_FAILURES[code] : undefined;
+    if (!why) throw e;
+    this.log.warn({ err: e, path, code }, "cache object not created: its storage failed");
+    return code === "ENOSPC" || code === "EDQUOT" ? E.noSpaceOnStorage(m, type, size, why) : E.storageFailed(m, type, why);
+  }
+
+  private removeQuietly(path: string) {
+    try {
+      files.removePath(path);
+    } catch (e) {
+      // Left behind: start-up reconciliation removes it as an orphan.
+      this.log.warn({ err: e, path }, "cannot remove the file of an object that was not created");
+    }
   }
 
   private addObject(t: CacheType, row: ObjectRow, path: string): CacheObject {
@@ -619,10 +687,24 @@ export class FileCache {
     if (o.type.dirType && newSize <= BLOCK) raise(E.cannotResize(M, o.path, "objects of a dirType type need more than 1 block"));
     this.change(() => {
       if (!this.makeRoom(o.type, pad(newSize) - o.charge, o)) raise(E.cannotResize(M, o.path, `no space for ${newSize} bytes in type ${o.type.name}`));
-      this.setSize(o, newSize);
-      this.store.setSize(o.id, newSize);
-      this.touchNow(o);
     });
+    // The new size is the object's only once it is stored: a full metadata file system changes nothing.
+    const now = this.now();
+    try {
+      this.store.transaction(() => {
+        this.store.setSize(o.id, newSize);
+        this.store.setLastUsed(o.id, now);
+      });
+    } catch (e) {
+      const code = files.storageCode(e);
+      if (!code || !STORAGE_FAILURES[code]) throw e;
+      this.log.warn({ err: e, path: o.path, code }, "cache object not resized: its storage failed");
+      raise(E.cannotResize(M, o.path, STORAGE_FAILURES[code]!));
+    }
+    this.setSize(o, newSize);
+    o.lastUsed = now;
+    o.expiresAt = now + o.lifetime * 1000;
+    this.index(o);
   }
 
   /** Copies an object out of the cache; returns the new path. */
@@ -630,7 +712,10 @@ export class FileCache {
   async copy(o: CacheObject, destination: string, fileName: string | undefined, caller: Identity | null): Promise<string> {
     const M = "CopyCacheObject";
     const name = fileName ?? o.fileName;
-    if (!name || name === "." || name === ".." || name.includes("/") || name.includes("\0")) raise(E.noFileName(M, o.path));
+    if (!name || name === "." || name === ".." || name.includes("/")) raise(E.noFileName(M, o.path));
+    if (CONTROL.test(name)) raise(E.controlInName(M, o.path));
+    if (Buffer.byteLength(name) > this.cfg.maxFileNameBytes) raise(E.nameTooLong(M, name));
+    if (CONTROL.test(destination)) raise(E.controlInDestination(M, destination));
     if (!isAbsolute(destination) || !files.exists(destination)) raise(E.invalidDestination(M, destination));
     if (!files.isDirectory(destination)) raise(E.notDirectory(M, destination));
     if (!files.canWrite(destination, caller)) raise(E.noWritePermission(M, destination));
@@ -657,10 +742,17 @@ export class FileCache {
     return raise(E.noUniqueName(M, name, destination));
   }
 
-  /** The cache's figures, after objects written larger than declared are gone (one stat per object). */
+  /**
+   * The cache's figures, after objects written larger than declared are gone (one stat
+   * per object). availSpace is what the cache may still take and its file system
+   * still holds: the smaller of totalCacheSpace minus what objects use and the file
+   * system's free space (statfs), in whole blocks.
+   */
   status() {
     this.enforceDeclared(this.objects.values());
-    return { numTypes: this.types.size, size: this.usedTotal, numObjs: this.objects.size, availSpace: Math.max(0, this.total - this.usedTotal) };
+    const free = files.freeBytes(this.cacheDir);
+    const avail = Math.max(0, Math.min(this.total - this.usedTotal, free ?? Infinity));
+    return { numTypes: this.types.size, size: this.usedTotal, numObjs: this.objects.size, availSpace: avail };
   }
 
   // ---- start-up ---------------------------------------------------------------
@@ -743,6 +835,14 @@ export class FileCache {
     this.log.info({ types: this.types.size, objects: this.objects.size, used: this.usedTotal, total: this.total, removed }, "file cache ready");
   }
 }
+
+/** Why creating an object's file or row failed, in words that carry no internal path or errno text. */
+const STORAGE_FAILURES: Record<string, string> = {
+  ENOSPC: "the cache's storage is full",
+  EDQUOT: "disk quota exceeded on the cache's storage",
+  EIO: "input/output error on the cache's storage",
+  EROFS: "the cache's storage is read-only",
+};
 
 /** Why a copy failed at the destination, in words that carry no internal path or errno text. */
 const COPY_FAILURES: Record<string, string> = {

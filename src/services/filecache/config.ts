@@ -21,6 +21,8 @@ export interface FileCacheConfig {
   defaultSize: number;
   defaultCost: number;
   defaultLifetime: number;
+  /** Longest fileName (InsertCacheObject) and copy name (CopyCacheObject) in UTF-8 bytes. */
+  maxFileNameBytes: number;
 }
 
 const UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
@@ -51,9 +53,10 @@ const path = (dflt: string) => z.preprocess(unsetIfEmpty, z.string().refine(isAb
 const wholeNumber = "must be a non-negative whole number";
 const bytes = (dflt: number) =>
   z.preprocess((v) => (v === "" || v === undefined ? undefined : (parseBytes(v) ?? v)), z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber).default(dflt));
-const int = (dflt: number, max?: number) => {
+const int = (dflt: number, max?: number, min = 0) => {
   let n = z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber);
-  if (max !== undefined) n = n.max(max, `must be 0 to ${max}`);
+  if (min > 0) n = n.min(min, `must be ${min} to ${max}`);
+  if (max !== undefined) n = n.max(max, `must be ${min} to ${max}`);
   return z.preprocess((v) => (v === "" || v === undefined ? undefined : typeof v === "string" ? Number(v.trim()) : v), n.default(dflt));
 };
 
@@ -68,10 +71,12 @@ export const fileCacheOptions = (stateDir: string) =>
     defaultSize: bytes(0),
     defaultCost: int(1, 100),
     defaultLifetime: int(0),
+    // NAME_MAX: no Linux file system holds a longer name, so a larger value could never be copied.
+    maxFileNameBytes: int(255, 255, 1),
   });
 
 /** What FileCache.conf may set (`configFile` is the recipe's alone). */
-const FILE_KEYS = ["cacheDirectory", "metadataFile", "totalCacheSpace", "copyDirectory", "defaultSize", "defaultCost", "defaultLifetime"] as const;
+const FILE_KEYS = ["cacheDirectory", "metadataFile", "totalCacheSpace", "copyDirectory", "defaultSize", "defaultCost", "defaultLifetime", "maxFileNameBytes"] as const;
 
 export function loadConfig(recipe: Record<string, unknown>, stateDir: string, log: Logger): FileCacheConfig {
   const explicit = typeof recipe.configFile === "string" && recipe.configFile !== "";
@@ -98,5 +103,6 @@ export function loadConfig(recipe: Record<string, unknown>, stateDir: string, lo
     defaultSize: o.defaultSize,
     defaultCost: o.defaultCost,
     defaultLifetime: o.defaultLifetime,
+    maxFileNameBytes: o.maxFileNameBytes,
   };
 }

@@ -18,6 +18,8 @@ export const E = {
   noSize: (m: string, type: string) => e200(`${m}: size is required, type ${type} has no default size`),
   cannotReserve: (m: string, type: string, why: string) => e200(`${m}: watermarks of type ${type} cannot be reserved: ${why}`),
   badParameters: (m: string, why: string) => e200(`${m}: invalid parameters: ${why}`),
+  /** A fileName that cannot be one file name (empty, ".", "..", "/", control characters, too long): never echoed. */
+  badFileName: (m: string, why: string) => e200(`${m}: invalid fileName: ${why}`),
   // -199
   typeExists: (m: string, type: string) => e199(`${m}: type already exists: ${type}`),
   typeMissing: (m: string, type: string) => e199(`${m}: type does not exist: ${type}`),
@@ -27,6 +29,11 @@ export const E = {
   typeNotFoundForId: (m: string, path: string) => e199(`${m}: cache type not found for the ID of ${path}`),
   objectMissing: (m: string, path: string) => e199(`${m}: object does not exist: ${path}`),
   noSpace: (m: string, type: string, size: number) => e199(`${m}: no space of the requested size (${size} bytes) in type ${type}`),
+  /** The file system holding the cache has less room than the object needs, or creating its file or row failed for lack of room. */
+  noSpaceOnStorage: (m: string, type: string, size: number, why: string) =>
+    e199(`${m}: no space of the requested size (${size} bytes) in type ${type}: ${why}`),
+  /** Creating the object's file or row failed for another reason of the storage (an I/O error, read-only): docs/decisions/filecache.md. */
+  storageFailed: (m: string, type: string, why: string) => e199(`${m}: the object cannot be stored in type ${type}: ${why}`),
   // -198
   deferred: (m: string, path: string) => row(-198)(`${m}: expiry deferred, object in use: ${path}`),
   // -197
@@ -40,11 +47,16 @@ export const E = {
   cannotResize: (m: string, path: string, why: string) => row(-194)(`${m}: unable to resize ${path}: ${why}`),
   // -193
   invalidDestination: (m: string, dest: string) => row(-193)(`${m}: invalid destination: ${dest}`),
+  /** A destination holding control characters: quoted as JSON, never echoed raw. */
+  controlInDestination: (m: string, dest: string) =>
+    row(-193)(`${m}: invalid destination: ${JSON.stringify(dest.slice(0, 64))}: the path holds control characters`),
   noWritePermission: (m: string, dest: string) => row(-193)(`${m}: no write permission on destination: ${dest}`),
   /** The copy itself failed at the destination (a file system that takes no files, no space): why is a fixed phrase, never errno text. */
   copyFailed: (m: string, dest: string, why: string) => row(-193)(`${m}: invalid destination: ${dest}: ${why}`),
   // -192
   noFileName: (m: string, path: string) => row(-192)(`${m}: no file name specified or found for ${path}`),
+  /** The copy's name holds control characters (U+0000 to U+001F, U+007F): never echoed. */
+  controlInName: (m: string, path: string) => row(-192)(`${m}: no file name specified or found for ${path}: the name holds control characters`),
   nameTooLong: (m: string, name: string) => row(-192)(`${m}: no file name specified or found: the name is too long for the destination (${Buffer.byteLength(name)} bytes, from ${JSON.stringify(name.slice(0, 32))})`),
   noUniqueName: (m: string, name: string, dest: string) => row(-192)(`${m}: no unique destination name for ${name} in ${dest}`),
   notDirectory: (m: string, dest: string) => row(-192)(`${m}: destination not a directory: ${dest}`),

@@ -9,7 +9,7 @@ import { api } from "./schemas";
 import { E, BAD_REQUEST_CODE } from "./errors";
 import { loadConfig } from "./config";
 import { API_VERSION, FileCache, type CacheObject } from "./cache";
-import { identityOf, ensureDir } from "./backend/files";
+import { identityOf, usableDir } from "./backend/files";
 
 /** One line of the request problem, for errorText. */
 function problemText(method: string, p: Parameters<BadRequest>[1]) {
@@ -58,7 +58,9 @@ export default defineService({
 
   create(ctx) {
     const cfg = loadConfig(ctx.config, ctx.stateDir, ctx.log);
-    ensureDir(cfg.copyDirectory);
+    // A directory or the metadata file that cannot be used throws an Error naming it,
+    // with err.path and err.code (the errno's code: EROFS, EACCES, ...).
+    usableDir("the copy directory", cfg.copyDirectory);
     const cache = FileCache.open(cfg, ctx.log);
     open.push(cache);
     ctx.log.info({ configFile: cfg.configFile, cacheDirectory: cfg.cacheDirectory, totalCacheSpace: cfg.totalCacheSpace }, "file cache configuration");

@@ -2,6 +2,7 @@
 // directory, for dirType types) for its writer, measuring, removing and copying
 // them, and the caller's write permission on a copy destination.
 import {
+  accessSync,
   chownSync,
   closeSync,
   constants,
@@ -13,6 +14,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  statfsSync,
   type Stats,
 } from "node:fs";
 import { copyFile, cp, rm, chown } from "node:fs/promises";
@@ -55,6 +57,91 @@ function giveTo(path: string, who: Identity | null) {
 
 export function ensureDir(path: string) {
   mkdirSync(path, { recursive: true, mode: 0o755 });
+}
+
+/**
+ * The service cannot start on this path: names it and carries the errno's code
+ * (EROFS, EACCES, ENOTDIR, ...), or SQLite's own code when the database failed without
+ * an errno, so whoever starts the service can say which service and which path.
+ */
+export class StorageUnusable extends Error {
+  readonly path: string;
+  readonly code: string;
+  readonly errno?: number;
+  readonly syscall?: string;
+  constructor(what: string, path: string, cause: unknown) {
+    const c = cause as { code?: unknown; errno?: unknown; syscall?: unknown; message?: unknown } | null;
+    const code = storageCode(cause) ?? (typeof c?.code === "string" ? c.code : "EIO");
+    super(`file cache: cannot use ${what} ${path}: ${code}${typeof c?.message === "string" ? ` (${c.message})` : ""}`, { cause });
+    this.name = "StorageUnusable";
+    this.path = path;
+    this.code = code;
+    // Node's errno is negative (-30 for EROFS); SQLite's is its result code.
+    if (typeof c?.errno === "number" && !String(c.code ?? "").startsWith("SQLITE")) this.errno = Math.abs(c.errno);
+    if (typeof c?.syscall === "string") this.syscall = c.syscall;
+  }
+}
+
+/**
+ * A directory the service keeps files in: created when missing, then checked for
+ * read, write and search permission (access(2): EROFS on a read-only file system
+ * even for root, EACCES for a user without the permission).
+ */
+export function usableDir(what: string, path: string) {
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o755 });
+  } catch (e: any) {
+    // EEXIST from a recursive mkdir: something that is not a directory is in the way.
+    const cause = e?.code === "EEXIST" ? Object.assign(new Error("not a directory"), { code: "ENOTDIR", syscall: "mkdir" }) : e;
+    throw new StorageUnusable(what, typeof e?.path === "string" ? e.path : path, cause);
+  }
+  try {
+    if (!statSync(path).isDirectory()) throw Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
+    accessSync(path, constants.R_OK | constants.W_OK | constants.X_OK);
+  } catch (e) {
+    throw new StorageUnusable(what, path, e);
+  }
+}
+
+/** An existing file the service must read and write (a missing one is fine: it is created). */
+export function usableFile(what: string, path: string) {
+  try {
+    accessSync(path, constants.R_OK | constants.W_OK);
+  } catch (e: any) {
+    if (e?.code === "ENOENT") return;
+    throw new StorageUnusable(what, path, e);
+  }
+}
+
+/**
+ * The errno code of a failed storage operation: a Node error's own, or the one a
+ * SQLite result code stands for (the database's file system full, an I/O error,
+ * read-only). Undefined when it is neither.
+ */
+export function storageCode(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return undefined;
+  if (!code.startsWith("SQLITE")) return /^E[A-Z0-9]+$/.test(code) ? code : undefined;
+  if (code === "SQLITE_FULL") return "ENOSPC";
+  if (code.startsWith("SQLITE_IOERR")) return "EIO";
+  if (code.startsWith("SQLITE_READONLY")) return "EROFS";
+  if (code === "SQLITE_PERM" || code.startsWith("SQLITE_AUTH")) return "EACCES";
+  return undefined;
+}
+
+/**
+ * Bytes a writer may still store on the file system holding path (statfs(2), what
+ * statvfs(3) reports: available blocks times the fragment size), in whole 4096-byte
+ * blocks; null when the file system cannot be asked.
+ */
+export function freeBytes(path: string): number | null {
+  try {
+    const s = statfsSync(path) as ReturnType<typeof statfsSync> & { frsize?: number };
+    const unit = Number(s.frsize) || Number(s.bsize);
+    return Math.floor((Number(s.bavail) * unit) / 4096) * 4096;
+  } catch {
+    return null;
+  }
 }
 
 /** Creates an object's empty file (or directory); fails if the name exists. */

@@ -61,6 +61,15 @@ export class MetadataStore {
 
   constructor(readonly file: string) {
     this.db = new Database(file, { create: true, strict: true });
+    try {
+      this.s = this.setUp();
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+  }
+
+  private setUp() {
     // First, before anything reads the file: another process's last connection may be
     // closing it (checkpointing the WAL under an exclusive lock, a restart right after
     // a stop), and without a busy timeout the first statement fails at once with
@@ -73,7 +82,7 @@ export class MetadataStore {
     this.db.exec("PRAGMA synchronous = NORMAL");
     this.db.exec(SCHEMA);
     const q = (sql: string) => this.db.prepare(sql);
-    this.s = {
+    return {
       putType: q(
         "INSERT OR REPLACE INTO types (name, lo, hi, size, cost, lifetime, dirType) VALUES ($name, $lo, $hi, $size, $cost, $lifetime, $dirType)",
       ),
@@ -91,33 +100,62 @@ export class MetadataStore {
     };
   }
 
-  /** Runs fn in one transaction (nested calls join the outer one). */
+  /**
+   * Runs fn in one transaction (nested calls join the outer one): committed when fn
+   * returns, rolled back when fn or the commit fails (a full file system fails the
+   * commit: SQLITE_FULL), so a throw means nothing of it is stored.
+   */
   transaction<T>(fn: () => T): T {
     if (this.depth > 0) return fn();
-    this.depth++;
     this.db.exec("BEGIN IMMEDIATE");
+    this.depth++;
     try {
       const r = fn();
       this.db.exec("COMMIT");
       return r;
     } catch (e) {
-      this.db.exec("ROLLBACK");
+      this.rollback();
       throw e;
     } finally {
       this.depth--;
     }
   }
 
-  /** Commits what fn did even when it throws (evictions already made stay made). */
+  /**
+   * Commits what fn did even when it throws (evictions already made stay made). When
+   * the commit itself fails the transaction is rolled back and the commit's error
+   * thrown (or fn's, when fn threw first).
+   */
   transactionKeeping<T>(fn: () => T): T {
     if (this.depth > 0) return fn();
-    this.depth++;
     this.db.exec("BEGIN IMMEDIATE");
+    this.depth++;
+    let returned = false;
     try {
-      return fn();
+      const r = fn();
+      returned = true;
+      return r;
     } finally {
-      this.db.exec("COMMIT");
       this.depth--;
+      try {
+        this.db.exec("COMMIT");
+      } catch (e) {
+        this.rollback();
+        // Thrown in place of fn's result; when fn threw first, its error goes on instead.
+        if (returned) throw e;
+      }
+    }
+  }
+
+  /**
+   * Ends a failed transaction. After SQLITE_FULL or an I/O error SQLite may have
+   * rolled it back already, and then ROLLBACK fails harmlessly ("no transaction is active").
+   */
+  private rollback() {
+    try {
+      this.db.exec("ROLLBACK");
+    } catch {
+      /* already rolled back */
     }
   }
 
