@@ -35,7 +35,9 @@ test(`getDeviceList answers within 20 ms while ${FILES} files are scanned`, asyn
   });
   expect((sub.first.imageList as Json).count).toBe(0);
   const t0 = performance.now();
-  expect((await mi.call("requestMediaScan", { path: mi.media })).returnValue).toBe(true);
+  // requestMediaScan answers when the scan ends (its outcome); getDeviceList is called meanwhile.
+  const answer = mi.call("requestMediaScan", { path: mi.media });
+  await eventually(async () => (await mi.device(`storage://${mi.media}`))?.state === "scanning", 5000, 5);
   const latencies: number[] = [];
   let scanning = 0;
   for (;;) {
@@ -52,6 +54,7 @@ test(`getDeviceList answers within 20 ms while ${FILES} files are scanned`, asyn
     await Bun.sleep(5);
   }
   const scanMs = performance.now() - t0;
+  expect(await answer).toMatchObject({ returnValue: true, errorCode: 0, errorText: "No error", completed: true, files: FILES, indexed: FILES, failed: 0 });
   console.log(latencies.map((l) => l.toFixed(0)).join(" "));
   latencies.sort((a, b) => a - b);
   const p = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!.toFixed(1);

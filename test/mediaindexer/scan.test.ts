@@ -3,7 +3,7 @@
 // mtime), reads changed ones and drops deleted files and directories; the database
 // survives a restart.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { rmSync, utimesSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { miEnv, type MiEnv } from "./env";
 import { mp3, jpeg, put, PNG_1x1 } from "./media";
@@ -78,11 +78,26 @@ test("a rescan reads only new and changed files and drops deleted files and dire
   expect(await mi.device(storage())).toMatchObject({ audioCount: 2, imageCount: 0 });
 });
 
-test("the database survives a restart: entries are there before any scan", async () => {
+test("the database survives a restart: entries are there before any scan; the device is available again without detection", async () => {
   await mi.start({ detect: false });
   const list = (await mi.call("getAudioList", { uri: storage() })).audioList as Json;
   expect(titles(list)).toEqual(["Alpha 2", "New"]);
-  // Not detected yet: the device is known, unavailable, its entries dirty; the all-devices list is empty.
+  // Available when the last run ended and still a readable directory: available again at start, without runDetect.
+  expect(await mi.device(storage())).toMatchObject({ available: true, audioCount: 2 });
+  expect((list.results as Json[]).every((e) => e.dirty === false)).toBe(true);
+  expect(((await mi.call("getAudioList")).audioList as Json).count).toBe(2);
+});
+
+test("a device whose directory is gone at a restart is listed unavailable, its entries dirty, until detection finds it", async () => {
+  const away = `${mi.media}.away`;
+  await mi.env.stopServices();
+  renameSync(mi.media, away);
+  try {
+    await mi.start({ detect: false });
+  } finally {
+    renameSync(away, mi.media);
+  }
+  const list = (await mi.call("getAudioList", { uri: storage() })).audioList as Json;
   expect(await mi.device(storage())).toMatchObject({ available: false, audioCount: 2 });
   expect((list.results as Json[]).every((e) => e.dirty === true)).toBe(true);
   expect(((await mi.call("getAudioList")).audioList as Json).count).toBe(0);

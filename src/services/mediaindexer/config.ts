@@ -35,6 +35,12 @@ export const mediaIndexerOptions = (stateDir: string) =>
     fallbackRescanInterval: seconds(300),
     /** Metadata extractions in flight during a scan. */
     scanConcurrency: z.number().int().min(1).max(64).default(8),
+    /** inotify watches (one per directory) of all local devices together; past it, the directories not watched are rescanned every fallbackRescanInterval. */
+    maxWatches: z.number().int().min(0).max(1_000_000).default(8192),
+    /** Files of one directory a scan takes at a time (the directory is read as a stream): bounds a scan's memory whatever the tree. */
+    scanBatchFiles: z.number().int().min(1).max(100_000).default(1024),
+    /** Seconds requestMediaScan waits for its scan to end to answer with its outcome; a longer scan is answered as going on (completed false). */
+    scanAnswerTimeout: z.number().nonnegative().max(60).default(20),
     upnp: z
       .object({
         /** Where M-SEARCH goes: the SSDP multicast group, or the unicast address of a server that answers unicast searches. */

@@ -6,6 +6,8 @@ import type { MediaIndexerConfig, PluginName } from "./config";
 import { PLUGIN_NAMES } from "./config";
 import { MediaStore } from "./backend/store";
 import { Scanner, type ScanResult } from "./backend/scanner";
+import { freeSpace, StorageFailure, storageFailure } from "./backend/failure";
+import { readableDir } from "./plugins/storage";
 import type { Plugin, PluginFactory } from "./plugins/plugin";
 
 export interface DeviceInfo {
@@ -21,13 +23,37 @@ export interface Device extends DeviceInfo {
   state: "idle" | "scanning";
   /** Entries per kind: audio, video, image. */
   counts: number[];
-  /** Scans queued or running, by kind of request ("R:<sub>" recursive, "D:<dir>" one directory). */
+  /** Scans queued or running, by kind of request ("R:<sub>" recursive, "D:<dir>" one directory, "U:" the directories inotify does not watch). */
   queued: Map<string, Promise<ScanResult>>;
+  /** The outcome of the last scan that ended (device list: lastScan). */
+  lastScan?: ScanOutcome;
   running: number;
   chain: Promise<unknown>;
   /** Set when the device goes away: its scan stops at the next step. */
   abort: { aborted: boolean };
 }
+
+/** How a scan ended, as requestMediaScan answers it and the device list shows it. */
+export interface ScanOutcome {
+  ok: boolean;
+  /** The failure's errno name (ENOSPC, EDQUOT, EIO, EROFS, EACCES, ...), when it was one. */
+  errno?: string;
+  /** What failed, in words (with the path and, for a full file system, the free space). */
+  reason?: string;
+  path?: string;
+  /** statvfs of the file system written, when a write failed. */
+  freeBytes?: number;
+  files: number;
+  indexed: number;
+  failed: number;
+  removed: number;
+  unreadableDirs: number;
+  /** ISO 8601 UTC. */
+  at: string;
+}
+
+/** How a local device's changes are noticed (device list: monitor). */
+export type Monitor = "inotify" | "inotify+rescan" | "rescan" | "none";
 
 export interface IndexerEvents {
   /** The device list changed; urgent for availability and state changes, not for counts. */
@@ -39,7 +65,15 @@ export interface IndexerEvents {
 }
 
 const LOCAL: PluginName[] = ["storage", "msc"];
-const emptyResult = (): ScanResult => ({ files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], ms: 0, aborted: true });
+const emptyResult = (): ScanResult => ({ files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], unreadableDirs: 0, peakEntries: 0, ms: 0, aborted: true });
+const ERRNO_TEXT: Record<string, string> = {
+  ENOSPC: "no space left on the file system",
+  EDQUOT: "disk quota exceeded",
+  EIO: "input/output error",
+  EROFS: "read-only file system",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+};
 
 export class Indexer {
   readonly devices = new Map<string, Device>();
@@ -47,7 +81,13 @@ export class Indexer {
   readonly factory = new Map<PluginName, Plugin>();
   readonly scanner: Scanner;
   events: IndexerEvents = { devicesChanged() {}, indexed() {} };
+  /** How a local device's changes are noticed (set by the service from its watcher). */
+  monitorOf: (dev: Device) => Monitor = () => "none";
+  /** Whether a directory of a device is watched (the "U:" rescans compare the others only). */
+  watchedDir: (dev: Device, rel: string) => boolean = () => false;
   private closed = false;
+  /** Devices available when the last run ended (restore() makes the local ones available again). */
+  private wasAvailable = new Set<string>();
 
   constructor(
     readonly cfg: MediaIndexerConfig,
@@ -60,12 +100,14 @@ export class Indexer {
       log,
       thumbnailDir: cfg.thumbnailDir,
       concurrency: cfg.scanConcurrency,
+      batchFiles: cfg.scanBatchFiles,
       hooks: { changed: (uri, delta, wrote) => this.changed(uri, delta, wrote) },
     });
     // Devices known from earlier runs are listed, unavailable until detection finds them.
     const counts = store.counts();
     store.transaction(() => {
       for (const row of store.devices()) {
+        if (row.available) this.wasAvailable.add(row.uri);
         if (row.available) store.setAvailable(row.uri, false);
         this.devices.set(row.uri, this.newDevice(row as DeviceInfo, false, counts.get(row.uri)));
       }
@@ -128,26 +170,48 @@ export class Indexer {
   /**
    * Queues a scan of a device (a subtree or one directory of it). Requests already
    * queued and not started are joined; a queued whole-device scan covers any other.
+   * A scan of a local device is recorded in the database until it completes, so one
+   * a crash (or a stop) interrupted is queued again at the next start (restore()).
+   * `unwatched`: only the directories inotify does not watch are compared.
    */
-  scan(dev: Device, sub = "", recursive = true): Promise<ScanResult> {
+  scan(dev: Device, sub = "", recursive = true, unwatched = false): Promise<ScanResult> {
     const plugin = this.factory.get(dev.plugin);
     if (!plugin) return Promise.resolve(emptyResult());
-    const key = `${recursive ? "R" : "D"}:${sub}`;
+    const key = unwatched ? "U:" : `${recursive ? "R" : "D"}:${sub}`;
     const joined = dev.queued.get("R:") ?? dev.queued.get(key);
     if (joined) return joined;
+    let record: number | undefined;
+    if (LOCAL.includes(dev.plugin))
+      try {
+        record = this.store.putScan(dev.uri, key);
+      } catch (e) {
+        const f = storageFailure(e, this.store.file, "recording the scan");
+        if (!f) throw e;
+        const failed = { ...emptyResult(), aborted: false, error: f };
+        void this.outcome(dev, failed);
+        return Promise.resolve(failed);
+      }
     const p = dev.chain.then(async () => {
       dev.queued.delete(key);
       if (!dev.available || this.closed) return emptyResult();
       dev.running++;
       const abort = dev.abort;
       try {
-        const r = await plugin.scan(dev, sub, recursive, abort);
-        if (recursive && !r.aborted && (r.indexed || r.removed || r.failed || sub === ""))
+        const r = await plugin.scan(dev, sub, recursive, abort, unwatched ? (rel) => !this.watchedDir(dev, rel) : undefined);
+        if (recursive && !r.aborted && (r.indexed || r.removed || r.failed || r.error || sub === ""))
           this.log.info(
-            { device: dev.uri, sub: sub || undefined, files: r.files, indexed: r.indexed, unchanged: r.unchanged, removed: r.removed, failed: r.failed, ms: Math.round(r.ms), filesPerSecond: Math.round((r.files * 1000) / Math.max(r.ms, 1)) },
-            "scan done",
+            { device: dev.uri, sub: sub || undefined, files: r.files, indexed: r.indexed, unchanged: r.unchanged, removed: r.removed, failed: r.failed, unreadableDirs: r.unreadableDirs || undefined, errno: r.error?.code, ms: Math.round(r.ms), filesPerSecond: Math.round((r.files * 1000) / Math.max(r.ms, 1)), peakEntries: r.peakEntries },
+            r.error ? "scan failed" : "scan done",
           );
         if (r.indexed || r.removed) this.scanner.checkpoint();
+        // Done (not stopped by the device going away or by a failure): its record goes, and a whole-device scan covers every one queued before it.
+        if (record !== undefined && !r.aborted && !r.error)
+          try {
+            this.store.scanDone(dev.uri, record, key === "R:");
+          } catch (e) {
+            this.log.warn({ device: dev.uri, err: (e as Error).message }, "scan record not removed; the scan runs again at the next start");
+          }
+        if (!r.aborted || r.error) await this.outcome(dev, r);
         return r;
       } catch (e) {
         this.log.error({ device: dev.uri, err: e }, "scan failed");
@@ -169,10 +233,55 @@ export class Indexer {
     return p;
   }
 
+  /** Records how a scan ended on its device (lastScan), with the free space of a file system a write failed on. */
+  private async outcome(dev: Device, r: ScanResult): Promise<ScanOutcome> {
+    const o = describeScan(r);
+    if (r.error && ["ENOSPC", "EDQUOT"].includes(r.error.code)) {
+      const fs = await freeSpace(r.error.path);
+      if (fs) {
+        o.freeBytes = fs.freeBytes;
+        o.reason += `; ${fs.freeBytes} of ${fs.totalBytes} bytes free`;
+      }
+    }
+    dev.lastScan = o;
+    this.events.devicesChanged(true);
+    return o;
+  }
+
+  /**
+   * At start, without detection: local storage devices that were available when the
+   * last run ended (a clean stop or a crash) and are still readable directories are
+   * available again, and the scans a crash or a stop interrupted are queued again.
+   * Removable (msc) devices come back through detection only: another filesystem may
+   * have been mounted in their place meanwhile.
+   */
+  async restore(): Promise<void> {
+    const pending = new Map<string, string[]>();
+    for (const s of this.store.scans()) {
+      let keys = pending.get(s.device);
+      if (!keys) pending.set(s.device, (keys = []));
+      keys.push(s.key);
+    }
+    for (const dev of [...this.devices.values()]) {
+      if (dev.plugin !== "storage" || !this.factory.has("storage") || dev.available) continue;
+      if (!this.wasAvailable.has(dev.uri) && !pending.has(dev.uri)) continue;
+      const ok = await readableDir(dev.root);
+      if (!ok || dev.available) continue;
+      this.upsertDevice({ uri: dev.uri, plugin: dev.plugin, name: dev.name, description: dev.description, root: dev.root }, true);
+      const keys = pending.get(dev.uri) ?? [];
+      if (keys.length) this.log.info({ device: dev.uri, scans: keys.length }, "resuming scans interrupted at the last run");
+      for (const key of keys) {
+        const sub = key.slice(2);
+        if (key.startsWith("U:")) void this.scan(dev, "", true, true).catch(() => {});
+        else void this.scan(dev, sub, key.startsWith("R:")).catch(() => {});
+      }
+    }
+  }
+
   /** The scan of a local device (storage, msc): the directory walker. */
-  scanLocal(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, guard?: () => Promise<boolean>) {
+  scanLocal(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, guard?: () => Promise<boolean>, only?: (rel: string) => boolean) {
     const roots = new Set(this.localDevices().filter((d) => d !== dev).map((d) => d.root));
-    return this.scanner.scan({ device: dev.uri, root: dev.root, sub, recursive, skip: (abs) => roots.has(abs), guard }, abort);
+    return this.scanner.scan({ device: dev.uri, root: dev.root, sub, recursive, skip: (abs) => roots.has(abs), guard, only }, abort);
   }
 
   localDevices(): Device[] {
@@ -226,6 +335,8 @@ export class Indexer {
         audioCount: d.counts[0]!,
         videoCount: d.counts[1]!,
         imageCount: d.counts[2]!,
+        ...(LOCAL.includes(d.plugin) && d.available ? { monitor: this.monitorOf(d) } : {}),
+        ...(d.lastScan ? { lastScan: { ...d.lastScan } } : {}),
       })),
     }));
   }
@@ -246,3 +357,18 @@ export class Indexer {
     this.scanner.close();
   }
 }
+
+/** A scan's outcome: failed when the indexer's storage failed, the directory could not be read, or every media file failed. */
+export function describeScan(r: ScanResult): ScanOutcome {
+  const o: ScanOutcome = {
+    ok: true, files: r.files, indexed: r.indexed, failed: r.failed, removed: r.removed, unreadableDirs: r.unreadableDirs, at: new Date().toISOString(),
+  };
+  if (r.error) {
+    const f = r.error;
+    Object.assign(o, { ok: false, errno: f.code, path: f.path, reason: `${f.what} ${f.path}: ${ERRNO_TEXT[f.code] ?? f.code} (${f.code})` });
+  } else if (r.aborted) Object.assign(o, { ok: false, reason: "the device went away during the scan" });
+  else if (r.failed > 0 && r.failed === r.files) Object.assign(o, { ok: false, reason: `none of the ${r.files} media files could be read` });
+  return o;
+}
+
+export { StorageFailure };

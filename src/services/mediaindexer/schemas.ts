@@ -17,6 +17,21 @@ export const Device = z.lazy(() => z.looseObject({
   audioCount: z.number(),
   videoCount: z.number(),
   imageCount: z.number(),
+  monitor: z.enum(["inotify", "inotify+rescan", "rescan", "none"]).optional()
+    .describe("local devices: how changes are noticed (inotify on every directory; inotify on some, the others rescanned every fallbackRescanInterval; rescans only; neither)"),
+  lastScan: z.looseObject({
+    ok: z.boolean(),
+    errno: z.string().optional(),
+    reason: z.string().optional(),
+    path: z.string().optional(),
+    freeBytes: z.number().optional(),
+    files: z.number(),
+    indexed: z.number(),
+    failed: z.number(),
+    removed: z.number(),
+    unreadableDirs: z.number(),
+    at: z.string(),
+  }).optional().describe("how the last scan of the device ended"),
 }));
 export const PluginEntry = z.lazy(() => z.looseObject({ uri: z.string(), active: z.boolean(), deviceList: z.array(Device) }));
 
@@ -171,7 +186,15 @@ export const api = {
   requestMediaScan: {
     summary: "Scans a path now (a directory of an indexed device, a device URI, or any readable directory, which becomes a storage device).",
     request: () => z.looseObject({ path: z.string().describe("absolute directory path or device URI") }),
-    response: () => z.looseObject({ returnValue: z.boolean(), errorCode: z.number(), errorText: z.string() }),
+    response: () => z.looseObject({
+      returnValue: z.boolean(), errorCode: z.number(), errorText: z.string(),
+      completed: z.boolean().optional().describe("true: the scan ended and the answer is its outcome; false: it goes on (its outcome is the device's lastScan)"),
+      errno: z.string().optional().describe("Scan Failed: the errno of the failure (ENOSPC, EDQUOT, EIO, EROFS, EACCES, ...)"),
+      path: z.string().optional().describe("Scan Failed: the path that failed"),
+      reason: z.string().optional().describe("Scan Failed: what failed, in words"),
+      freeBytes: z.number().optional().describe("Scan Failed on a full file system: its free space (statvfs)"),
+      files: z.number().optional(), indexed: z.number().optional(), failed: z.number().optional(), removed: z.number().optional(), unreadableDirs: z.number().optional(),
+    }),
     level: level24,
   },
   runDetect: {

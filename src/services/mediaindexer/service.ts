@@ -3,22 +3,24 @@
 // libmtp is present), keeps their metadata in an SQLite database, and answers the
 // spec's list, metadata, device, plugin, scan, delete and permission methods.
 // Design and the choices the spec leaves open: docs/decisions/mediaindexer.md.
-import { mkdirSync } from "node:fs";
-import { unlink } from "node:fs/promises";
-import { isAbsolute, resolve as resolvePath } from "node:path";
+import { accessSync, constants, mkdirSync } from "node:fs";
+import { opendir, stat, unlink } from "node:fs/promises";
+import { dirname, isAbsolute, resolve as resolvePath } from "node:path";
 import { ok, raise, type Json } from "../../core/errors";
 import { defineService, type Subscription, type Caller, type ServiceContext } from "../../core/service";
 import { callerGroups, groupId, type AccessRule } from "../../core/access";
 import { api } from "./schemas";
 import { E, NOT_HANDLED_METHODS } from "./errors";
-import { loadConfig, PLUGIN_NAMES, type PluginName } from "./config";
+import { loadConfig, PLUGIN_NAMES, type MediaIndexerConfig, type PluginName } from "./config";
 import { MediaStore } from "./backend/store";
 import { mediaType, extensionOf, KIND_CODE, BAD, type Kind } from "./backend/kinds";
 import { Slicer } from "./backend/scanner";
-import { Indexer, type Device } from "./indexer";
+import { Indexer, describeScan, type Device, type Monitor, type ScanOutcome } from "./indexer";
+import { sqliteErrno } from "./backend/failure";
+import type { ScanResult } from "./backend/scanner";
 import { listEntry, metadata } from "./format";
 import { grantRead, uidOfUser, isBusName } from "./permission";
-import { StoragePlugin, readableDir } from "./plugins/storage";
+import { StoragePlugin } from "./plugins/storage";
 import { MscPlugin } from "./plugins/msc";
 import { UpnpPlugin } from "./plugins/upnp";
 import { MtpPlugin } from "./plugins/mtp";
@@ -84,12 +86,12 @@ export default defineService({
 
   async create(ctx) {
     const cfg = loadConfig(ctx.config, ctx.stateDir);
-    mkdirSync(cfg.thumbnailDir, { recursive: true, mode: 0o755 });
-    const store = new MediaStore(cfg.database);
-    const ix = new Indexer(cfg, store, ctx.log, PLUGINS);
+    const { store, ix } = openState(cfg, ctx);
     live.push(ix);
     const listSubs = new Map<Subscription, ListSub>();
-    const watcher = cfg.watch ? new Watcher(ix, ctx.log) : undefined;
+    const watcher = cfg.watch ? new Watcher(ix, ctx.log, cfg.maxWatches) : undefined;
+    ix.monitorOf = (dev) => monitorOf(watcher?.coverage(dev.uri) ?? "none", cfg.fallbackRescanInterval > 0);
+    ix.watchedDir = (dev, rel) => watcher?.watched(dev.uri, rel) ?? false;
     const timers = new Set<ReturnType<typeof setTimeout>>();
 
     // ---- device list pushes: at once for availability and state, at most once a second for counts
@@ -166,7 +168,9 @@ export default defineService({
       return { results, count: results.length, ...(device !== undefined ? { uri: device } : {}) };
     };
 
-    // ---- start: every plugin of the factory active and detecting (configurable)
+    // ---- start: local devices of the last run available again, interrupted scans queued again
+    await ix.restore();
+    // ---- every plugin of the factory active and detecting (configurable)
     if (cfg.detect)
       for (const p of ix.factory.values()) {
         if (p.unavailable()) continue;
@@ -182,9 +186,14 @@ export default defineService({
     every(cfg.rescanInterval, () => {
       for (const d of ix.localDevices()) void ix.scan(d).catch(() => {});
     });
-    // The cheap fallback: devices inotify does not cover entirely (unchanged files cost a stat each).
+    // The cheap fallback: devices inotify does not cover entirely (unchanged files cost a stat each): the
+    // directories not watched of a device partly watched, every directory of one not watched at all.
     every(cfg.fallbackRescanInterval, () => {
-      for (const d of ix.localDevices()) if (!watcher?.watching(d.uri)) void ix.scan(d).catch(() => {});
+      for (const d of ix.localDevices()) {
+        const c = watcher?.coverage(d.uri) ?? "none";
+        if (c === "some") void ix.scan(d, "", true, true).catch(() => {});
+        else if (c === "none") void ix.scan(d).catch(() => {});
+      }
     });
     // Grants of earlier runs, again (a database file recreated since then has lost its ACL).
     for (const g of store.permissions())
@@ -343,27 +352,48 @@ export default defineService({
         async requestMediaScan(req) {
           let path = req.path.trim();
           if (!path) raise(E.notHandled("requestMediaScan"));
+          let scan: Promise<ScanResult>;
           const asDevice = ix.devices.get(path);
           if (asDevice) {
-            if (!asDevice.available) raise(E.scanFailed);
-            void ix.scan(asDevice).catch(() => {});
-            return { returnValue: true, errorCode: 0, errorText: E.scanOk.text };
-          }
-          if (path.startsWith("storage://")) path = path.slice("storage://".length);
-          else if (path.startsWith("file://")) path = path.slice("file://".length);
-          if (!isAbsolute(path)) raise(/^[a-z]+:\/\//.test(path) ? E.scanFailed : E.notHandled("requestMediaScan"));
-          path = resolvePath(path);
-          if (!(await readableDir(path))) raise(E.scanFailed);
-          const inside = ix.localDeviceOfPath(path);
-          if (inside?.dev.available) {
-            void ix.scan(inside.dev, inside.rel, true).catch(() => {});
+            if (!asDevice.available) failScan({ reason: `device ${asDevice.uri} is not available` });
+            scan = ix.scan(asDevice);
           } else {
-            // A directory outside every device: a storage device of its own (kept across restarts).
-            const storage = ix.factory.get("storage") as StoragePlugin | undefined;
-            if (!storage) raise(E.scanFailed);
-            if (!(await storage.attach(path))) raise(E.scanFailed);
+            if (path.startsWith("storage://")) path = path.slice("storage://".length);
+            else if (path.startsWith("file://")) path = path.slice("file://".length);
+            if (!isAbsolute(path)) {
+              if (/^[a-z]+:\/\//.test(path)) failScan({ reason: `no such device: ${path}` });
+              raise(E.notHandled("requestMediaScan"));
+            }
+            path = resolvePath(path);
+            const unreadable = await unreadableDir(path);
+            if (unreadable) failScan({ errno: unreadable, path, reason: `${path} is not a readable directory (${unreadable})` });
+            const inside = ix.localDeviceOfPath(path);
+            if (inside?.dev.available) scan = ix.scan(inside.dev, inside.rel, true);
+            else {
+              // A directory outside every device: a storage device of its own (kept across restarts).
+              const storage = ix.factory.get("storage") as StoragePlugin | undefined;
+              if (!storage) failScan({ reason: "the storage plugin is not in the factory" });
+              const attached = await storage.attach(path);
+              if (!attached) failScan({ errno: "EACCES", path, reason: `${path} is not a readable directory` });
+              scan = attached.scan;
+            }
           }
-          return { returnValue: true, errorCode: 0, errorText: E.scanOk.text };
+          // The answer carries the scan's outcome when it ends within scanAnswerTimeout; a longer scan is
+          // answered as going on (completed false) and its outcome is the device's lastScan.
+          let timer: any;
+          const outcome = await Promise.race([
+            scan.then(
+              (r) => (r.aborted && !r.error ? { ...describeScan(r), ok: false } : describeScan(r)),
+              (e) => ({ ...describeScan({ files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], unreadableDirs: 0, peakEntries: 0, ms: 0, aborted: false }), ok: false, reason: (e as Error)?.message ?? String(e) }),
+            ),
+            new Promise<undefined>((res) => (timer = setTimeout(res, cfg.scanAnswerTimeout * 1000))),
+          ]);
+          clearTimeout(timer);
+          if (!outcome) return { returnValue: true, errorCode: 0, errorText: E.scanOk.text, completed: false };
+          const dev = asDevice ?? ix.localDeviceOfPath(path)?.dev;
+          const withSpace = dev?.lastScan && !dev.lastScan.ok && dev.lastScan.errno === outcome.errno ? dev.lastScan : outcome;
+          if (!withSpace.ok) failScan(withSpace);
+          return { returnValue: true, errorCode: 0, errorText: E.scanOk.text, completed: true, ...counts(withSpace) };
         },
 
         async requestDelete(req) {
@@ -426,6 +456,73 @@ export default defineService({
     };
   },
 });
+
+/** The spec's "Scan Failed" (-1) with what failed: errno, path, reason, free space (docs/decisions/mediaindexer.md). */
+function failScan(o: Partial<ScanOutcome>): never {
+  raise(E.scanFailed, {
+    ...(o.errno ? { errno: o.errno } : {}),
+    ...(o.path ? { path: o.path } : {}),
+    ...(o.reason ? { reason: o.reason } : {}),
+    ...(o.freeBytes !== undefined ? { freeBytes: o.freeBytes } : {}),
+    ...(o.files !== undefined ? counts(o as ScanOutcome) : {}),
+  });
+}
+
+function counts(o: ScanOutcome) {
+  return { files: o.files, indexed: o.indexed, failed: o.failed, removed: o.removed, unreadableDirs: o.unreadableDirs };
+}
+
+/** The errno name when path is not a directory the service may read, else undefined. */
+async function unreadableDir(path: string): Promise<string | undefined> {
+  try {
+    const st = await stat(path);
+    if (!st.isDirectory()) return "ENOTDIR";
+    const dir = await opendir(path, { bufferSize: 1 });
+    await dir.close();
+    return undefined;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? "EIO";
+  }
+}
+
+/** The device list's monitor value from the watcher's coverage of a device. */
+function monitorOf(coverage: "all" | "some" | "none", fallback: boolean): Monitor {
+  if (coverage === "all") return "inotify";
+  if (coverage === "some") return fallback ? "inotify+rescan" : "inotify";
+  return fallback ? "rescan" : "none";
+}
+
+/**
+ * The database and thumbnail directories, made and opened. A failure names the path and
+ * carries the errno (err.path, err.code), so the runtime can say which service could not
+ * start on what, and keep the others.
+ */
+function openState(cfg: MediaIndexerConfig, ctx: ServiceContext): { store: MediaStore; ix: Indexer } {
+  let at = cfg.thumbnailDir;
+  let store: MediaStore | undefined;
+  try {
+    mkdirSync(cfg.thumbnailDir, { recursive: true, mode: 0o755 });
+    accessSync(cfg.thumbnailDir, constants.W_OK);
+    at = dirname(cfg.database);
+    mkdirSync(at, { recursive: true, mode: 0o700 });
+    accessSync(at, constants.W_OK);
+    at = cfg.database;
+    store = new MediaStore(cfg.database);
+    return { store, ix: new Indexer(cfg, store, ctx.log, PLUGINS) };
+  } catch (e) {
+    try {
+      store?.close();
+    } catch {}
+    const errno = e as NodeJS.ErrnoException;
+    const path = typeof errno.path === "string" ? errno.path : at;
+    const code = typeof errno.code === "string" && /^E[A-Z0-9]+$/.test(errno.code) ? errno.code : sqliteErrno(e) ?? (/NOTADB|CORRUPT/.test(String(errno.code)) ? "EBADMSG" : "EIO");
+    const err = new Error(`mediaindexer: cannot use its state at ${path}: ${code} (${errno.message ?? e})`, { cause: e }) as NodeJS.ErrnoException & { service: string };
+    err.code = code;
+    err.path = path;
+    err.service = "mediaindexer";
+    throw err;
+  }
+}
 
 function pluginListOf(ix: Indexer | undefined) {
   return ix ? [...ix.factory.keys()].map((uri) => ({ uri })) : [];

@@ -3,9 +3,12 @@
 // written, moved in, moved away or deleted queues a scan of its directory only, a
 // directory created or moved in is watched and scanned, one deleted or moved away
 // has its entries removed. Events settle for a moment first, so a copy of many files
-// is one scan per directory. Where a tree cannot be watched entirely (the watch limit,
-// a filesystem without inotify) the device is marked partial and the periodic rescan
-// (fallbackRescanInterval) covers it; an event queue overflow rescans every device.
+// is one scan per directory. The watches of all devices together are bounded
+// (maxWatches, below the kernel's fs.inotify.max_user_watches); where a tree cannot be
+// watched entirely (that bound, the kernel's, a filesystem without inotify) the device
+// is marked partial, the device list says so (monitor), and the periodic rescan
+// (fallbackRescanInterval) compares the directories not watched; an event queue
+// overflow rescans every device.
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log";
@@ -36,12 +39,23 @@ export class Watcher {
   /** Devices whose tree is not watched entirely: the periodic rescan covers them. */
   readonly partial = new Set<string>();
 
-  constructor(private ix: Indexer, private log: Logger) {}
+  /** The inotify instance could not be made (no inotify): nothing is watched. */
+  private unavailable = false;
+
+  constructor(private ix: Indexer, private log: Logger, private maxWatches: number) {}
+
+  /** Watches set now, all devices together (at most maxWatches). */
+  get watches(): number {
+    return this.byWd.size;
+  }
 
   /** A local device became available (watch its tree) or went away (drop its watches). */
   follow(dev: Device, available: boolean) {
     if (this.closed) return;
-    if (!available) return this.unfollow(dev.uri);
+    if (!available) {
+      this.partial.delete(dev.uri);
+      return this.unfollow(dev.uri);
+    }
     this.partial.delete(dev.uri);
     void this.addTree(dev, "").catch((e) => this.log.warn({ device: dev.uri, err: (e as Error).message }, "watching failed"));
   }
@@ -49,6 +63,23 @@ export class Watcher {
   /** Whether a device's whole tree is watched. */
   watching(uri: string): boolean {
     return this.byDev.has(uri) && !this.partial.has(uri);
+  }
+
+  /** Whether a directory (relative to the device root) has its watch. */
+  watched(uri: string, rel: string): boolean {
+    return this.byDev.get(uri)?.has(rel) ?? false;
+  }
+
+  /** How much of a device inotify covers: all of it, some directories, or none. */
+  coverage(uri: string): "all" | "some" | "none" {
+    if (this.unavailable || !this.byDev.get(uri)?.size) return this.partial.has(uri) || this.unavailable ? "none" : "all";
+    return this.partial.has(uri) ? "some" : "all";
+  }
+
+  private markPartial(uri: string) {
+    if (this.partial.has(uri)) return;
+    this.partial.add(uri);
+    this.ix.events.devicesChanged(true);
   }
 
   private ensure(): boolean {
@@ -59,6 +90,7 @@ export class Watcher {
       }, { onError: (e) => this.log.warn({ err: (e as Error).message }, "inotify read failed") });
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, "inotify unavailable; periodic rescans only");
+      this.unavailable = true;
       return false;
     }
     return true;
@@ -66,7 +98,7 @@ export class Watcher {
 
   private async addTree(dev: Device, rel: string) {
     if (!this.ensure()) {
-      this.partial.add(dev.uri);
+      this.markPartial(dev.uri);
       return;
     }
     let dirs = this.byDev.get(dev.uri);
@@ -79,18 +111,25 @@ export class Watcher {
       const abs = r ? join(dev.root, r) : dev.root;
       if (r && otherRoots.has(abs)) continue;
       // The watch first, then the listing: nothing created in between is missed.
-      try {
-        const wd = this.ino!.add(abs, DIR_MASK);
-        this.byWd.set(wd, { dev: dev.uri, rel: r });
-        dirs.set(r, wd);
-      } catch (e) {
-        this.partial.add(dev.uri);
-        if ((e as { errno?: number }).errno === ENOSPC) {
-          this.log.warn({ device: dev.uri, dir: abs }, "inotify watch limit reached; the rest of the device is covered by periodic rescans");
-          return;
+      if (dirs.has(r)) {
+        // Watched already (a directory moved in again): its subdirectories are listed below.
+      } else if (this.byWd.size >= this.maxWatches) {
+        this.markPartial(dev.uri);
+        this.log.warn({ device: dev.uri, dir: abs, maxWatches: this.maxWatches }, "inotify watch bound (maxWatches) reached; the directories not watched are covered by periodic rescans");
+        return;
+      } else
+        try {
+          const wd = this.ino!.add(abs, DIR_MASK);
+          this.byWd.set(wd, { dev: dev.uri, rel: r });
+          dirs.set(r, wd);
+        } catch (e) {
+          this.markPartial(dev.uri);
+          if ((e as { errno?: number }).errno === ENOSPC) {
+            this.log.warn({ device: dev.uri, dir: abs }, "inotify watch limit of the system reached; the directories not watched are covered by periodic rescans");
+            return;
+          }
+          continue;
         }
-        continue;
-      }
       let ents: import("node:fs").Dirent[];
       try {
         ents = await readdir(abs, { withFileTypes: true });

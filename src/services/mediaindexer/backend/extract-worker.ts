@@ -7,8 +7,8 @@
 import { Database } from "bun:sqlite";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { extract } from "./metadata";
-import { GONE, UNCHANGED, READ, UNREADABLE, type ChunkRequest, type ChunkResult } from "./extractor";
+import { extract, ThumbnailWriteFailed } from "./metadata";
+import { GONE, UNCHANGED, READ, UNREADABLE, NOT_READ, STORE_FAILED, type ChunkRequest, type ChunkResult } from "./extractor";
 import { niceThread } from "../../../ffi/sched";
 import { loadLibmtp, detectRawDevices } from "../../../ffi/libmtp";
 
@@ -43,14 +43,18 @@ async function scanChunk(m: ChunkRequest & { thumbnailDir: string }): Promise<Ch
         out[k] = { s: GONE };
         continue;
       }
-      if (f.size === size && f.mtime === mtime) {
+      if (f.statOnly || (f.size === size && f.mtime === mtime)) {
         out[k] = { s: UNCHANGED };
         continue;
       }
       try {
         out[k] = { s: READ, size, mtime, x: await extract(path, f.kind, f.mime, size, { thumbnailDir: m.thumbnailDir }) };
       } catch (e) {
-        out[k] = { s: UNREADABLE, size, mtime, err: (e as Error)?.message ?? String(e) };
+        const err = (e as Error)?.message ?? String(e);
+        if (e instanceof ThumbnailWriteFailed) out[k] = { s: STORE_FAILED, size, mtime, err, code: e.code, path: e.path };
+        // An I/O error reading the file is the medium's, not the file's: not recorded as unreadable, read again next scan.
+        else if ((e as NodeJS.ErrnoException)?.code === "EIO") out[k] = { s: NOT_READ, size, mtime, err };
+        else out[k] = { s: UNREADABLE, size, mtime, err };
       }
     }
   };

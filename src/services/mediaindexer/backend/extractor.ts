@@ -16,13 +16,22 @@ export interface ChunkRequest {
   /** Files read at once. */
   concurrency: number;
   /** size and mtime: the file's row, when it has one. */
-  files: { name: string; kind: Kind; mime: string; size?: number; mtime?: number }[];
+  /** statOnly: whether the file is still there, nothing read. */
+  files: { name: string; kind: Kind; mime: string; size?: number; mtime?: number; statOnly?: boolean }[];
 }
 
-/** Per file of a chunk: gone (no longer a file), unchanged, read (x), or unreadable (err). */
-export const GONE = 0, UNCHANGED = 1, READ = 2, UNREADABLE = 3;
+/**
+ * Per file of a chunk: gone (no longer a file), unchanged, read (x), unreadable (err:
+ * the file's own fault, recorded so a rescan skips it), not read (an I/O error of the
+ * medium: left for the next scan), or the indexer's storage failed (code, path: the
+ * thumbnail directory is full or failing; the scan stops).
+ */
+export const GONE = 0, UNCHANGED = 1, READ = 2, UNREADABLE = 3, NOT_READ = 4, STORE_FAILED = 5;
 export interface ChunkResult {
   s: number;
+  /** STORE_FAILED: errno name and path. */
+  code?: string;
+  path?: string;
   size?: number;
   /** Modification time, ms. */
   mtime?: number;

@@ -5,13 +5,21 @@
 // dimensions (image.ts) and EXIF/GPS through exifr. Video: the container's headers (video.ts).
 import { basename } from "node:path";
 import { existsSync } from "node:fs";
-import { writeFile, rename } from "node:fs/promises";
+import { writeFile, rename, unlink } from "node:fs/promises";
 import { parseBuffer, parseFile, type IAudioMetadata } from "music-metadata";
 import exifr from "exifr";
 import { fileSource, Corrupt, type Source } from "./source";
 import { imageDimensions } from "./image";
 import { videoInfo } from "./video";
 import type { Kind } from "./kinds";
+import { WRITE_ERRNOS } from "./failure";
+
+/** A thumbnail could not be written for a reason of the thumbnail directory's file system (full, quota, I/O, read-only): the scan stops rather than index the file without it. */
+export class ThumbnailWriteFailed extends Error {
+  constructor(readonly code: string, readonly path: string) {
+    super(`writing a thumbnail: ${code} (${path})`);
+  }
+}
 
 /** What a scan stores of a file: the list columns and the rest of the spec's metadata fields. */
 export interface Extracted {
@@ -84,8 +92,12 @@ async function audio(path: string, mime: string, size: number, o: ExtractOptions
   let thumbnail = "";
   const pic = c.picture?.[0];
   if (pic?.data?.length)
-    // A thumbnail that cannot be written leaves the field empty; the file is still indexed.
-    thumbnail = await writeThumbnail(pic.data, pic.format, o.thumbnailDir).catch(() => "");
+    // A picture that cannot be written leaves the field empty and the file is still indexed;
+    // a thumbnail directory that is full or failing stops the scan (ThumbnailWriteFailed).
+    thumbnail = await writeThumbnail(pic.data, pic.format, o.thumbnailDir).catch((e: NodeJS.ErrnoException) => {
+      if (e?.code && WRITE_ERRNOS.has(e.code)) throw new ThumbnailWriteFailed(e.code, o.thumbnailDir);
+      return "";
+    });
   return {
     kind: "audio",
     title: c.title || titleOf(path),
@@ -110,8 +122,14 @@ function writeThumbnail(data: Uint8Array, format: string, dir: string): Promise<
       try {
         if (!existsSync(file)) {
           const tmp = `${file}.tmp${process.pid}.${++tmpSeq}`;
-          await writeFile(tmp, data);
-          await rename(tmp, file);
+          try {
+            await writeFile(tmp, data);
+            await rename(tmp, file);
+          } catch (e) {
+            // Nothing half-written stays (a full file system leaves a truncated temporary file).
+            await unlink(tmp).catch(() => {});
+            throw e;
+          }
         }
         written.add(file);
         return file;
@@ -126,6 +144,16 @@ function writeThumbnail(data: Uint8Array, format: string, dir: string): Promise<
 const writing = new Map<string, Promise<string>>();
 let tmpSeq = 0;
 
+/**
+ * One options object for every parse: exifr keeps the Options it builds from an options
+ * object in a map keyed by that object, never emptied, so a new literal per call kept
+ * about 4.5 KB per image for the life of the thread (80 MB over /usr's 5,000 PNGs).
+ */
+const EXIF_OPTIONS = Object.freeze({
+  tiff: true, exif: true, gps: true, ifd1: false, interop: false, xmp: false, icc: false, iptc: false, jfif: false,
+  reviveValues: false, translateValues: false, mergeOutput: true,
+});
+
 async function image(path: string, mime: string, src: Source): Promise<Extracted> {
   const dims = await imageDimensions(src);
   const meta: Record<string, string | number> = { mime };
@@ -134,10 +162,7 @@ async function image(path: string, mime: string, src: Source): Promise<Extracted
     let exif: Record<string, any> | undefined;
     try {
       const head = await src.read(0, 256 * 1024);
-      exif = await exifr.parse(head, {
-        tiff: true, exif: true, gps: true, ifd1: false, interop: false, xmp: false, icc: false, iptc: false, jfif: false,
-        reviveValues: false, translateValues: false, mergeOutput: true,
-      });
+      exif = await exifr.parse(head, EXIF_OPTIONS);
     } catch {
       exif = undefined; // no or broken EXIF: the image is still an image
     }

@@ -1,13 +1,19 @@
 // The scanner of local devices: walks a directory tree with asynchronous fs calls,
-// compares each directory with its rows (size and mtime: an unchanged file is not
+// reading each directory as a stream and taking its files a batch at a time
+// (batchFiles: what bounds a scan's memory, whatever the size of a directory or a
+// tree), compares them with their rows (size and mtime: an unchanged file is not
 // read again), extracts the metadata of new and changed files a few at a time, and
-// writes them in batches (one transaction each). Entries of files and directories
-// that are gone are deleted. Between batches of synchronous work it yields to the
+// writes them in small transactions. Entries of files and directories that are gone
+// are deleted. A failure of the indexer's own storage (a full file system, a quota,
+// an I/O error) stops the scan with that error; the transaction in flight is rolled
+// back whole. Between batches of synchronous work it yields to the
 // event loop (setImmediate), so the bus keeps answering during a scan.
-import { readdir } from "node:fs/promises";
+import { opendir } from "node:fs/promises";
+import type { Dir } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../../core/log";
-import { Extractor, GONE, UNCHANGED, READ, type ChunkResult } from "./extractor";
+import { Extractor, GONE, UNCHANGED, READ, NOT_READ, STORE_FAILED, type ChunkResult } from "./extractor";
+import { StorageFailure, storageFailure } from "./failure";
 import { mediaType, KIND_CODE, BAD, type Kind } from "./kinds";
 import type { MediaStore, NewMedia } from "./store";
 
@@ -37,6 +43,8 @@ export interface ScanTarget {
   recursive: boolean;
   /** Directories not to enter (other devices' roots). */
   skip?: (absDir: string) => boolean;
+  /** Directories whose files are compared (default all): a rescan of what inotify does not watch walks the tree but compares the unwatched directories only. */
+  only?: (relDir: string) => boolean;
   /** Checked before entries are removed: false when the device is no longer there (the scan stops, entries kept). */
   guard?: () => Promise<boolean>;
 }
@@ -48,12 +56,22 @@ export interface ScanResult {
   indexed: number;
   unchanged: number;
   removed: number;
-  /** Files that could not be read (logged, kept as unreadable so a rescan skips them). */
+  /** Files that could not be read (logged, kept as unreadable so a rescan skips them; those recorded so before and unchanged count too). */
   failed: number;
   /** Subdirectories found (for a non-recursive scan: those the caller may want to scan). */
   subdirs: string[];
+  /** Directories below the scanned one that could not be read (their entries kept). */
+  unreadableDirs: number;
+  /** The most media files of directory listings the scan held in memory at once: at most (BATCHES_IN_FLIGHT + 1) x batchFiles. */
+  peakEntries: number;
   ms: number;
   aborted: boolean;
+  /**
+   * Why the scan stopped before its end: the indexer's storage failed (ENOSPC, EDQUOT,
+   * EIO, EROFS on the database or the thumbnails; the batch in flight rolled back), or
+   * the scanned directory itself could not be read.
+   */
+  error?: StorageFailure;
 }
 
 export interface ScannerHooks {
@@ -66,6 +84,8 @@ export interface ScannerOptions {
   log: Logger;
   thumbnailDir: string;
   concurrency: number;
+  /** Files of one directory taken at a time (read from the directory as a stream): what bounds a scan's memory. */
+  batchFiles: number;
   hooks: ScannerHooks;
 }
 
@@ -79,9 +99,10 @@ const PROGRESS_MS = 5000;
 const CHUNK = 32;
 /** Chunks sent to the background thread and not answered yet. */
 const CHUNKS_IN_FLIGHT = 3;
-/** Directories whose chunks may be in progress at once. */
-const DIRS_IN_FLIGHT = 4;
-const PAGE = 2000;
+/** Batches of files (of one or several directories) whose chunks may be in progress at once. */
+const BATCHES_IN_FLIGHT = 4;
+/** Directory entries read from the kernel per call (opendir's buffer). */
+const DIR_BUFFER = 128;
 
 const rel = (dir: string, name: string) => (dir ? `${dir}/${name}` : name);
 
@@ -107,20 +128,46 @@ export class Scanner {
     const { store, log } = this.o;
     const t0 = performance.now();
     const slicer = new Slicer();
-    const r: ScanResult = { files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], ms: 0, aborted: false };
+    const r: ScanResult = { files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], unreadableDirs: 0, peakEntries: 0, ms: 0, aborted: false };
     const pending: NewMedia[] = [];
     const delta = [0, 0, 0];
     let lastFlush = performance.now();
     let lastProgress = t0;
+    const batchFiles = Math.max(1, this.o.batchFiles);
+    /** Stops the walk: the device went away, or the storage failed (r.error). */
+    const stopped = () => abort.aborted || r.error !== undefined;
+    /** The indexer's storage failed: the scan stops; what it wrote before stays (whole entries), the batch in flight was rolled back. */
+    const storageFailed = (e: unknown, path: string, what: string) => {
+      const f = storageFailure(e, path, what);
+      if (!f) throw e;
+      if (!r.error) {
+        r.error = f;
+        log.error({ device: t.device, errno: f.code, path: f.path, err: (e as Error)?.message }, `scan stopped: ${what} failed`);
+      }
+    };
+    /** Writes rows and deletions in one transaction; a storage failure rolls it back whole and stops the scan. */
+    const write = (fn: () => void) => {
+      if (r.error) return;
+      try {
+        fn();
+      } catch (e) {
+        pending.length = 0;
+        delta.fill(0);
+        storageFailed(e, store.file, "writing the media database");
+      }
+    };
 
     const flush = () => {
       if (!pending.length && !delta.some((d) => d)) return;
-      const rows = pending.splice(0);
-      store.upsertMany(rows);
-      this.unchecked += rows.length;
-      if (this.unchecked >= CHECKPOINT_ROWS) this.checkpoint();
-      const d = delta.splice(0, 3, 0, 0, 0);
-      this.o.hooks.changed(t.device, d, rows.length > 0);
+      write(() => {
+        const rows = pending.slice();
+        store.upsertMany(rows);
+        pending.length = 0;
+        this.unchecked += rows.length;
+        if (this.unchecked >= CHECKPOINT_ROWS) this.checkpoint();
+        const d = delta.splice(0, 3, 0, 0, 0);
+        this.o.hooks.changed(t.device, d, rows.length > 0);
+      });
       lastFlush = performance.now();
     };
 
@@ -137,16 +184,22 @@ export class Scanner {
     };
 
     type Known = { id: number; kind: number; size: number; mtime: number };
-    /** One directory: its media files compared and read in chunks on the background thread, then the rows of files gone removed. */
-    const processDir = async (dir: string, candidates: { name: string; kind: Kind; mime: string }[], known: Map<string, Known>) => {
-      const seen = new Set<string>();
-      const chunks: (typeof candidates)[] = [];
+    type Candidate = { name: string; kind: Kind; mime: string };
+    let held = 0;
+    const hold = (n: number) => {
+      held += n;
+      if (held > r.peakEntries) r.peakEntries = held;
+    };
+
+    /** One batch of a directory's media files: compared and read in chunks on the background thread; `seen` collects the names still there. */
+    const processBatch = async (dir: string, candidates: Candidate[], known: Map<string, Known>, seen: Set<string> | undefined) => {
+      const chunks: Candidate[][] = [];
       for (let c = 0; c < candidates.length; c += CHUNK) chunks.push(candidates.slice(c, c + CHUNK));
       await Promise.all(
         chunks.map(async (chunk) => {
           await acquire();
           try {
-            if (abort.aborted) return;
+            if (stopped()) return;
             let res: ChunkResult[];
             try {
               res = await this.extractor.scanChunk({
@@ -155,8 +208,8 @@ export class Scanner {
               });
             } catch (e) {
               // The thread failed or stopped: not the files' fault. Their rows stay and the next scan reads them.
-              for (const f of chunk) seen.add(f.name);
-              if (!abort.aborted) {
+              for (const f of chunk) seen?.add(f.name);
+              if (!stopped()) {
                 r.failed += chunk.length;
                 log.warn({ dir: join(t.root, dir), files: chunk.length, err: (e as Error).message }, "media files not read; left for the next scan");
               }
@@ -166,10 +219,22 @@ export class Scanner {
               const f = chunk[k]!;
               const x = res[k]!;
               if (x.s === GONE) continue;
-              seen.add(f.name);
+              seen?.add(f.name);
               r.files++;
               if (x.s === UNCHANGED) {
-                r.unchanged++;
+                // A file recorded as unreadable and unchanged since is still unreadable.
+                if (known.get(f.name)?.kind === BAD) r.failed++;
+                else r.unchanged++;
+                continue;
+              }
+              if (x.s === STORE_FAILED) {
+                const e = Object.assign(new Error(x.err ?? x.code), { code: x.code, path: x.path });
+                storageFailed(e, x.path ?? this.o.thumbnailDir, "writing a thumbnail");
+                return;
+              }
+              if (x.s === NOT_READ) {
+                r.failed++;
+                log.warn({ path: join(t.root, dir, f.name), err: x.err }, "media file not read (I/O error); left for the next scan");
                 continue;
               }
               const base = { device: t.device, dir, name: f.name, size: x.size!, mtime: x.mtime!, url: null };
@@ -192,6 +257,7 @@ export class Scanner {
               pending.push(row);
               if (pending.length >= BATCH || performance.now() - lastFlush > BATCH_MS) {
                 flush();
+                if (r.error) return;
                 await slicer.tick();
               }
             }
@@ -205,85 +271,200 @@ export class Scanner {
           }
         }),
       );
-      if (abort.aborted) return;
-      // Rows of files no longer there.
-      const gone: number[] = [];
-      for (const [name, row] of known) if (!seen.has(name)) gone.push(row.id);
-      if (gone.length) {
-        if (t.guard && !(await t.guard())) {
-          abort.aborted = true;
-          return;
+    };
+
+    /** Deletes rows of files gone; false when the device is no longer there (guard). */
+    const removeRows = async (ids: number[]) => {
+      if (!ids.length || stopped()) return true;
+      if (t.guard && !(await t.guard())) {
+        abort.aborted = true;
+        return false;
+      }
+      write(() => {
+        for (const k of store.deleteIds(ids)) if (k !== BAD) delta[k]!--;
+        r.removed += ids.length;
+      });
+      flush();
+      return true;
+    };
+
+    /**
+     * Rows of a directory whose files are gone. A directory read in one batch: its rows
+     * not seen. A larger one (its names are not all held): its rows, a page at a time,
+     * asked of the background thread (a stat each).
+     */
+    const removeGone = async (dir: string, seen: Set<string> | undefined) => {
+      for (let after = ""; !stopped(); ) {
+        const page = store.dirPage(t.device, dir, after, batchFiles);
+        {
+          let gone: number[] = [];
+          if (seen) gone = page.filter((row) => !seen.has(row.name)).map((row) => row.id);
+          else {
+            for (let c = 0; c < page.length && !stopped(); c += CHUNK) {
+              const part = page.slice(c, c + CHUNK);
+              let res: ChunkResult[];
+              try {
+                // Known size and mtime: an existing file answers UNCHANGED (or READ when it changed since; it is left to the next scan).
+                res = await this.extractor.scanChunk({
+                  root: t.root, dir, concurrency: this.o.concurrency,
+                  files: part.map((row) => ({ name: row.name, kind: "audio" as Kind, mime: "", size: row.size, mtime: row.mtime, statOnly: true })),
+                });
+              } catch {
+                return;
+              }
+              part.forEach((row, k) => res[k]!.s === GONE && gone.push(row.id));
+            }
+          }
+          if (!(await removeRows(gone))) return;
         }
-        for (const k of store.deleteIds(gone)) if (k !== BAD) delta[k]!--;
-        r.removed += gone.length;
-        flush();
+        if (page.length < batchFiles) return;
+        after = page.at(-1)!.name;
+        await slicer.tick();
       }
     };
 
-    const dirs = new Set<Promise<void>>();
+    const batches = new Set<Promise<void>>();
+    /** An unexpected error of a batch (not a storage failure): thrown by the scan once the batches in flight are done. */
+    let unexpected: unknown;
+    /** Starts a batch; waits while BATCHES_IN_FLIGHT are in progress (what bounds the entries held). */
+    const launch = async (work: () => Promise<void>, size: number) => {
+      const task: Promise<void> = work().catch((e) => {
+        unexpected ??= e;
+        abort.aborted = true;
+      }).finally(() => {
+        batches.delete(task);
+        hold(-size);
+      });
+      batches.add(task);
+      while (batches.size >= BATCHES_IN_FLIGHT) await Promise.race(batches);
+    };
+
+    /** A directory's rows by name, for a batch of its files (a directory larger than one batch). */
+    const knownOf = (dir: string, names: Candidate[]) => {
+      const known = new Map<string, Known>();
+      for (const f of names) {
+        const row = store.knownRow(t.device, dir, f.name);
+        if (row) known.set(f.name, row);
+      }
+      return known;
+    };
+
     const visited = new Set<string>();
     const unreadable: string[] = [];
     const stack = [t.sub];
     while (stack.length) {
-      if (abort.aborted) break;
+      if (stopped()) break;
       const dir = stack.pop()!;
       visited.add(dir);
       const abs = join(t.root, dir);
-      let ents: import("node:fs").Dirent[];
+      const compare = !t.only || t.only(dir);
+      let handle: Dir | undefined;
       try {
-        ents = await readdir(abs, { withFileTypes: true });
+        handle = await opendir(abs, { bufferSize: DIR_BUFFER });
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code !== "ENOENT" && code !== "ENOTDIR") {
           log.warn({ dir: abs, err: (e as Error).message }, "directory unreadable; its entries are kept");
           unreadable.push(dir);
+          if (dir === t.sub) r.error = new StorageFailure(code ?? "EIO", abs, "reading the directory", e);
+          else r.unreadableDirs++;
           continue;
         }
-        ents = [];
       }
-      const candidates: { name: string; kind: Kind; mime: string }[] = [];
+      // The directory's files, a batch at a time as the directory is read.
+      let batch: Candidate[] = [];
+      let batchesOfDir = 0;
+      const dirBatches: Promise<void>[] = [];
+      const startBatch = async (last: boolean) => {
+        const files = batch;
+        batch = [];
+        batchesOfDir++;
+        if (last && batchesOfDir === 1) {
+          // The whole directory in one batch: its rows at once (when they fit in a batch too), and the names seen decide what is gone.
+          const page = store.dirPage(t.device, dir, "", batchFiles + 1);
+          if (page.length <= batchFiles) {
+            const known = new Map<string, Known>();
+            for (const row of page) known.set(row.name, row);
+            const seen = new Set<string>();
+            await launch(async () => {
+              await processBatch(dir, files, known, seen);
+              await removeGone(dir, seen);
+            }, files.length);
+            return;
+          }
+          await launch(async () => {
+            await processBatch(dir, files, knownOf(dir, files), undefined);
+            await removeGone(dir, undefined);
+          }, files.length);
+          return;
+        }
+        const known = knownOf(dir, files);
+        let done!: () => void;
+        dirBatches.push(new Promise<void>((res) => (done = res)));
+        await launch(() => processBatch(dir, files, known, undefined).finally(done), files.length);
+      };
       let i = 0;
-      for (const ent of ents) {
-        if ((++i & 255) === 0) await slicer.tick();
-        const name = ent.name;
-        if (name.startsWith(".")) continue;
-        if (ent.isDirectory()) {
-          const child = rel(dir, name);
-          if (t.skip?.(join(t.root, child))) continue;
-          if (t.recursive) stack.push(child);
-          else r.subdirs.push(child);
-          continue;
-        }
-        if (!ent.isFile() && !ent.isSymbolicLink()) continue;
-        const type = mediaType(name);
-        if (type) candidates.push({ name, ...type });
+      try {
+        if (handle)
+          for await (const ent of handle) {
+            if ((++i & 255) === 0) await slicer.tick();
+            if (stopped()) break;
+            const name = ent.name;
+            if (name.startsWith(".")) continue;
+            if (ent.isDirectory()) {
+              const child = rel(dir, name);
+              if (t.skip?.(join(t.root, child))) continue;
+              if (t.recursive) stack.push(child);
+              else r.subdirs.push(child);
+              continue;
+            }
+            if (!compare || (!ent.isFile() && !ent.isSymbolicLink())) continue;
+            const type = mediaType(name);
+            if (!type) continue;
+            batch.push({ name, ...type });
+            hold(1);
+            if (batch.length >= batchFiles) await startBatch(false);
+          }
+      } catch (e) {
+        // The directory failed while being read (an I/O error of the medium): what was read is kept, nothing is removed.
+        log.warn({ dir: abs, err: (e as Error).message }, "directory read failed; its entries are kept");
+        unreadable.push(dir);
+        if (dir === t.sub) r.error ??= new StorageFailure((e as NodeJS.ErrnoException).code ?? "EIO", abs, "reading the directory", e);
+        else r.unreadableDirs++;
+        hold(-batch.length);
+        batch = [];
+        continue;
       }
-      // The directory's rows, a page at a time.
-      const known = new Map<string, Known>();
-      for (let after = ""; ; ) {
-        const page = store.dirPage(t.device, dir, after, PAGE);
-        for (const row of page) known.set(row.name, row);
-        if (page.length < PAGE) break;
-        after = page.at(-1)!.name;
-        await slicer.tick();
+      if (stopped()) {
+        hold(-batch.length);
+        break;
       }
-      const task: Promise<void> = processDir(dir, candidates, known).finally(() => dirs.delete(task));
-      dirs.add(task);
-      // A few directories in progress keep the background thread busy without holding the whole tree in memory.
-      while (dirs.size >= DIRS_IN_FLIGHT) await Promise.race(dirs);
+      if (!compare) continue;
+      if (batchesOfDir === 0) await startBatch(true);
+      else {
+        if (batch.length) await startBatch(false);
+        // A directory of several batches: when they are done, its rows of files gone, a page at a time.
+        const all = dirBatches.splice(0);
+        await launch(async () => {
+          await Promise.all(all);
+          await removeGone(dir, undefined);
+        }, 0);
+      }
       await slicer.tick();
     }
-    await Promise.all(dirs);
-    if (!abort.aborted && t.recursive) {
+    await Promise.all(batches);
+    if (unexpected) throw unexpected;
+    if (!stopped() && t.recursive) {
       // Directories below the subtree that the walk did not meet: gone.
       const under = (d: string) => t.sub === "" || d === t.sub || d.startsWith(`${t.sub}/`);
-      const kept = (d: string) => unreadable.some((u) => d.startsWith(`${u}/`));
+      const kept = (d: string) => unreadable.some((u) => d === u || d.startsWith(`${u}/`));
       const goneDirs = store.dirsOf(t.device).filter((d) => under(d) && !visited.has(d) && !kept(d));
-      if (goneDirs.length && (!t.guard || (await t.guard()))) {
-        const kinds = store.deleteDirs(t.device, goneDirs);
-        for (const k of kinds) if (k !== BAD) delta[k]!--;
-        r.removed += kinds.length;
-      }
+      if (goneDirs.length && (!t.guard || (await t.guard())))
+        write(() => {
+          const kinds = store.deleteDirs(t.device, goneDirs);
+          for (const k of kinds) if (k !== BAD) delta[k]!--;
+          r.removed += kinds.length;
+        });
     }
     flush();
     if (this.unchecked) this.checkpoint();

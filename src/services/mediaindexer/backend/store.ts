@@ -1,7 +1,9 @@
 // The media database: SQLite (bun:sqlite) in WAL mode. Devices, media entries (one
 // row per file, keyed by device, directory and name), permissions. Every batch a
-// scan writes is one transaction, so a SIGKILL loses at most the batch in flight and
-// the next scan (incremental: size and mtime) picks up where it stopped.
+// scan writes is one transaction, so a SIGKILL or a full file system loses at most the
+// batch in flight (rolled back whole) and the next scan (incremental: size and mtime)
+// picks up where it stopped. Scans queued or running are recorded (scans) until they
+// complete, so the next start queues those a crash interrupted again.
 import { Database, type Statement } from "bun:sqlite";
 import { mkdirSync, chmodSync } from "node:fs";
 import { dirname } from "node:path";
@@ -63,6 +65,7 @@ CREATE INDEX IF NOT EXISTS media_kind_seq ON media(kind, seq);
 CREATE INDEX IF NOT EXISTS media_device_kind_seq ON media(device, kind, seq);
 CREATE TABLE IF NOT EXISTS permissions (service TEXT PRIMARY KEY, uid INTEGER NOT NULL, granted INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS scans (id INTEGER PRIMARY KEY AUTOINCREMENT, device TEXT NOT NULL, key TEXT NOT NULL, UNIQUE(device, key));
 `;
 
 export class MediaStore {
@@ -109,6 +112,7 @@ export class MediaStore {
       dirs: q("SELECT DISTINCT dir FROM media WHERE device = ?"),
       rowsOf: q("SELECT id, dir, name, kind, size, mtime, url, title FROM media WHERE device = ?"),
       byPath: q("SELECT * FROM media WHERE device = ? AND dir = ? AND name = ?"),
+      knownRow: q("SELECT id, name, kind, size, mtime FROM media WHERE device = ? AND dir = ? AND name = ?"),
       byUrl: q("SELECT device, dir, name FROM media WHERE url = ? LIMIT 1"),
       counts: q("SELECT device, kind, count(*) AS n FROM media WHERE kind != 9 GROUP BY device, kind"),
       listDevice: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? ORDER BY seq LIMIT ?"),
@@ -118,6 +122,10 @@ export class MediaStore {
       maxSeq: q("SELECT max(seq) AS s FROM media"),
       putPermission: q("INSERT OR REPLACE INTO permissions (service, uid, granted) VALUES (?, ?, ?)"),
       permissions: q("SELECT service, uid, granted FROM permissions ORDER BY service"),
+      putScan: q("INSERT OR REPLACE INTO scans (device, key) VALUES (?, ?) RETURNING id"),
+      scanDone: q("DELETE FROM scans WHERE id = ?"),
+      scansDoneUpTo: q("DELETE FROM scans WHERE device = ? AND id <= ?"),
+      scans: q("SELECT id, device, key FROM scans ORDER BY id"),
     };
     this.seq = (this.s.maxSeq!.get() as { s: number | null }).s ?? 0;
   }
@@ -130,7 +138,11 @@ export class MediaStore {
       this.db.exec("COMMIT");
       return r;
     } catch (e) {
-      this.db.exec("ROLLBACK");
+      // SQLite has rolled back already after some failures (SQLITE_FULL, SQLITE_IOERR): the first error is what counts.
+      if (this.db.inTransaction)
+        try {
+          this.db.exec("ROLLBACK");
+        } catch {}
       throw e;
     }
   }
@@ -155,9 +167,15 @@ export class MediaStore {
   /** Writes entries in one transaction; each gets the next seq. Returns the seqs written. */
   upsertMany(rows: NewMedia[]): number {
     if (!rows.length) return this.seq;
-    this.transaction(() => {
-      for (const r of rows) this.s.upsert!.run({ ...r, seq: ++this.seq } as any);
-    });
+    const before = this.seq;
+    try {
+      this.transaction(() => {
+        for (const r of rows) this.s.upsert!.run({ ...r, seq: ++this.seq } as any);
+      });
+    } catch (e) {
+      this.seq = before;
+      throw e;
+    }
     return this.seq;
   }
 
@@ -197,6 +215,11 @@ export class MediaStore {
     return (this.s.byPath!.get(device, dir, name) as MediaRow | null) ?? undefined;
   }
 
+  /** The identity and change markers of one entry (the scanner's comparison). */
+  knownRow(device: string, dir: string, name: string) {
+    return (this.s.knownRow!.get(device, dir, name) as Pick<MediaRow, "id" | "name" | "kind" | "size" | "mtime"> | null) ?? undefined;
+  }
+
   /** Entries of one kind after a seq, in index order: of one device, or of every available device. */
   list(kind: number, after: number, limit: number, device?: string): MediaRow[] {
     if (device !== undefined) return this.s.listDevice!.all(device, kind, after, limit) as MediaRow[];
@@ -224,6 +247,22 @@ export class MediaStore {
 
   permissions(): { service: string; uid: number; granted: number }[] {
     return this.s.permissions!.all() as any;
+  }
+
+  /** Records a scan queued (kept until it completes, so one interrupted by a crash is queued again at the next start); its record id. */
+  putScan(device: string, key: string): number {
+    return (this.s.putScan!.get(device, key) as { id: number }).id;
+  }
+
+  /** A scan completed: its record goes; a whole-device scan's takes every record of the device queued before it. */
+  scanDone(device: string, id: number, wholeDevice: boolean) {
+    if (wholeDevice) this.s.scansDoneUpTo!.run(device, id);
+    else this.s.scanDone!.run(id);
+  }
+
+  /** Scans queued or running when the last run ended, oldest first. */
+  scans(): { id: number; device: string; key: string }[] {
+    return this.s.scans!.all() as { id: number; device: string; key: string }[];
   }
 
   close() {

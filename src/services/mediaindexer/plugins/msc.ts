@@ -171,7 +171,7 @@ export class MscPlugin implements Plugin {
     this.fd = -1;
   }
 
-  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }) {
+  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, only?: (rel: string) => boolean) {
     // Before removing entries the scan checks the filesystem is still the one mounted
     // there: an unmount noticed late must not read as "every file deleted".
     const want = this.stDev.get(dev.uri);
@@ -182,7 +182,7 @@ export class MscPlugin implements Plugin {
         return false;
       }
     };
-    return this.ix.scanLocal(dev, sub, recursive, abort, guard);
+    return this.ix.scanLocal(dev, sub, recursive, abort, guard, only);
   }
 
   close() {

@@ -72,7 +72,7 @@ export class MtpPlugin implements Plugin {
 
   async scan(dev: Device): Promise<ScanResult> {
     this.ix.log.info({ device: dev.uri }, "mtp: file listings are not read; the device is listed without entries");
-    return { files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], ms: 0, aborted: false };
+    return { files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], unreadableDirs: 0, peakEntries: 0, ms: 0, aborted: false };
   }
 
   close() {

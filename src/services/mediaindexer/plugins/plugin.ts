@@ -15,8 +15,8 @@ export interface Plugin {
   startDetect(): Promise<void>;
   /** Stops detection; known devices stay listed. */
   stopDetect(): void;
-  /** Indexes a device of this plugin (a subtree of it when sub is given). */
-  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }): Promise<ScanResult>;
+  /** Indexes a device of this plugin (a subtree of it when sub is given; local devices: only the directories `only` accepts compared). */
+  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, only?: (rel: string) => boolean): Promise<ScanResult>;
   close(): void;
 }
 

@@ -5,6 +5,7 @@ import { access, stat, constants } from "node:fs/promises";
 import { basename } from "node:path";
 import type { Indexer, Device } from "../indexer";
 import type { Plugin } from "./plugin";
+import type { ScanResult } from "../backend/scanner";
 
 export const storageUri = (dir: string) => `storage://${dir}`;
 
@@ -25,23 +26,25 @@ export class StoragePlugin implements Plugin {
     for (const dir of dirs) await this.attach(dir);
   }
 
-  /** A directory becomes (or is again) a device: available when readable, then scanned. */
-  async attach(dir: string): Promise<Device | undefined> {
+  /** A directory becomes (or is again) a device: available when readable, then scanned (the scan's promise). */
+  async attach(dir: string): Promise<{ dev: Device; scan: Promise<ScanResult> } | undefined> {
     const ok = await readableDir(dir);
     const dev = this.ix.upsertDevice(
       { uri: storageUri(dir), plugin: "storage", name: basename(dir) || dir, description: `Local media storage ${dir}`, root: dir },
       ok,
     );
-    if (ok) void this.ix.scan(dev).catch(() => {});
-    return ok ? dev : undefined;
+    if (!ok) return undefined;
+    const scan = this.ix.scan(dev);
+    scan.catch(() => {});
+    return { dev, scan };
   }
 
   stopDetect() {
     this.detecting = false;
   }
 
-  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }) {
-    return this.ix.scanLocal(dev, sub, recursive, abort);
+  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, only?: (rel: string) => boolean) {
+    return this.ix.scanLocal(dev, sub, recursive, abort, undefined, only);
   }
 
   close() {

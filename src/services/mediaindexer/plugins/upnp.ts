@@ -268,7 +268,7 @@ export class UpnpPlugin implements Plugin {
   /** Walks the server's ContentDirectory; entries of items no longer listed are removed. */
   async scan(dev: Device, _sub: string, _recursive: boolean, abort: { aborted: boolean }): Promise<ScanResult> {
     const t0 = performance.now();
-    const r: ScanResult = { files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], ms: 0, aborted: false };
+    const r: ScanResult = { files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], unreadableDirs: 0, peakEntries: 0, ms: 0, aborted: false };
     const store = this.ix.store;
     let server = this.servers.get(dev.uri);
     try {
