@@ -9,4 +9,4 @@ const target = process.env.DEVSERVICES_TARGET; // e.g. bun-linux-arm64 for a cro
 const outfile = target ? `dist/devservices-${target.replace(/^bun-linux-/, "")}` : "dist/devservices";
 await $`bun build ${COMPILE_FLAGS} --external x11 ${
   target ? ["--target", target] : []
-} src/main.ts src/ffi/poller-worker.ts src/ffi/gst-worker.ts src/services/mediaindexer/backend/extract-worker.ts src/services/peripheralmanager/backend/transfer-worker.ts --outfile ${outfile}`;
+} src/main.ts src/ffi/poller-worker.ts src/ffi/gst-worker.ts src/ffi/as-caller-worker.ts src/services/mediaindexer/backend/extract-worker.ts src/services/peripheralmanager/backend/transfer-worker.ts --outfile ${outfile}`;
