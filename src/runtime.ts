@@ -8,6 +8,7 @@ import type { Board } from "./core/board";
 import type { ServiceInstance, ServiceModule } from "./core/service";
 import { logger, type Logger } from "./core/log";
 import { findService } from "./services";
+import { callerFiles } from "./files";
 
 export interface RuntimeOptions {
   busAddress: string;
@@ -61,6 +62,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   // cannot start (an unusable state directory, its name held elsewhere) fails alone:
   // its name is not owned, one log line names it, the path and the errno, and the
   // others serve. Only when none could start does the runtime fail.
+  const files = callerFiles([opts.stateDir]);
   const start = async (module: ServiceModule<any>) => {
     const name = module.spec.name;
     const stateDir = join(opts.stateDir, name);
@@ -74,6 +76,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       leases: server.leases.scope(name),
       topics: server.topics.scope(name),
       config: (opts.board.serviceConfig?.[name] ?? {}) as Record<string, unknown>,
+      files,
     });
     try {
       await server.host(module.spec, instance);

@@ -75,3 +75,23 @@ export function groupId(name: string, file = process.env.DEVSERVICES_GROUP_FILE 
     return undefined;
   }
 }
+
+/**
+ * Whose rights a caller's file operations take: its uid, its primary group (the
+ * fsgid of its process, so what it creates gets the group its own files get) and its
+ * groups. Without a readable process (gone), the first group the bus reported.
+ */
+export function identityOf(caller: Caller): { uid: number; gid: number; groups: number[] } {
+  const groups = callerGroups(caller);
+  let gid: number | undefined;
+  if (caller.pid > 0) {
+    try {
+      const status = readFileSync(`/proc/${caller.pid}/status`, "utf8");
+      const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+      const gids = /^Gid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+      // The pid may have been reused by another user's process: trust it only for the same uid.
+      if (uids && gids && Number(uids[1]) === caller.uid) gid = Number(gids[4]);
+    } catch {}
+  }
+  return { uid: caller.uid, gid: gid ?? groups[0] ?? caller.uid, groups: [...new Set(groups)].sort((a, b) => a - b) };
+}

@@ -4,6 +4,28 @@
 // shared; the platform releases every lease of an owner when its connection goes
 // away, and a lease bound to a subscription ends with it (cancel or disconnect).
 
+/**
+ * The owner of what outlives a connection by the spec's design (a video output
+ * context registered by one one-shot call and used by the next, a cache type): the
+ * uid. Such leases are never released when a connection goes away.
+ */
+export const uidOwner = (uid: number) => `uid:${uid}`;
+
+/** Who acts: a caller's unique bus name and uid (core/service.ts Caller). */
+export interface Actor {
+  name: string;
+  uid: number;
+}
+
+/**
+ * Whether actor may renew, change or release lease: the connection that holds it, the
+ * uid that holds it (uidOwner), or root. The one ownership check: services do not
+ * compare owners by hand.
+ */
+export function mayAct(actor: Actor, lease: { owner: string }): boolean {
+  return actor.uid === 0 || lease.owner === actor.name || lease.owner === uidOwner(actor.uid);
+}
+
 /** Something that ends and says so: a subscription (see service.ts). */
 export interface Endable {
   readonly active: boolean;
@@ -104,6 +126,16 @@ export class LeaseRegistry {
     return [...(this.byOwner.get(owner) ?? [])];
   }
 
+  /**
+   * The lease on key that actor may act on (its own first), or why not: "free" when
+   * nobody holds the key, "others" when only others do.
+   */
+  forActor<D = unknown>(actor: Actor, key: string): Lease<D> | "free" | "others" {
+    const held = [...(this.byKey.get(key) ?? [])];
+    if (!held.length) return "free";
+    return (held.find((l) => l.owner === actor.name || l.owner === uidOwner(actor.uid)) ?? held.find((l) => mayAct(actor, l)) ?? "others") as Lease<D> | "others";
+  }
+
   /** Ends every lease of an owner (its connection went away). */
   releaseOwner(owner: string, why: ReleaseReason = "owner-gone"): number {
     const all = [...(this.byOwner.get(owner) ?? [])];
@@ -131,6 +163,7 @@ export class LeaseRegistry {
       take: (owner, key, opts) => reg.take(owner, p + key, opts),
       holders: (key) => reg.holders(p + key),
       heldBy: (owner, key) => reg.heldBy(owner, p + key),
+      forActor: (actor, key) => reg.forActor(actor, p + key),
       ownedBy: (owner) => reg.ownedBy(owner).filter((l) => l.key.startsWith(p)),
       count: () => reg.count(p),
     };
@@ -147,6 +180,8 @@ export interface Leases {
   take<D = undefined>(owner: string, key: string, opts?: LeaseOptions<D>): Lease<D>;
   holders<D = unknown>(key: string): Lease<D>[];
   heldBy<D = unknown>(owner: string, key: string): Lease<D> | undefined;
+  /** The lease on key that actor may act on, "free", or "others" (see mayAct). */
+  forActor<D = unknown>(actor: Actor, key: string): Lease<D> | "free" | "others";
   ownedBy(owner: string): Lease[];
   count(): number;
 }

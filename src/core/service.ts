@@ -146,6 +146,43 @@ export interface ServiceContext {
   topics: Topics;
   /** Per-service configuration from the board recipe's `services.<name>` section. */
   config: Json;
+  /** Paths a client names, touched with that client's rights (never the service's). */
+  files: CallerFiles;
+}
+
+/**
+ * The file system as a caller may use it: every path a client names (an output file,
+ * a directory to scan, a file to delete) goes through here. Paths must be absolute,
+ * without `.`/`..` components or symlinks; the state directory and the product's own
+ * files are never a target; the kernel decides with the caller's uid and groups;
+ * what is created is the caller's (O_EXCL where the method creates). Failures throw
+ * PathRefused.
+ */
+export interface CallerFiles {
+  /** Opens path for the caller; resolves with the fd (the service closes it). */
+  open(caller: Caller, path: string, flags: OpenFlags, mode?: number): Promise<number>;
+  unlink(caller: Caller, path: string): Promise<void>;
+  mkdir(caller: Caller, path: string, mode?: number): Promise<void>;
+  /** Whether the caller may read (r), write (w) or search/execute (x) path: the kernel's answer. */
+  may(caller: Caller, path: string, what: "r" | "w" | "x" | "rx" | "wx"): Promise<boolean>;
+  /** The path rules alone (absolute, no traversal, not the product's own files); throws PathRefused. */
+  check(path: string): string;
+}
+
+/** How a caller's file is opened: read, write (create: a new file only; truncate: an existing one may be replaced), or a directory to read. */
+export type OpenFlags = { read?: boolean; write?: boolean; create?: "new" | "new-or-existing"; truncate?: boolean; directory?: boolean; append?: boolean };
+
+/** Why a path a client named was not used. */
+export class PathRefused extends Error {
+  constructor(
+    readonly path: string,
+    /** relative | traversal | own (the product's own files) | denied (EACCES/EPERM) | symlink | exists | missing | notdir | isdir | other */
+    readonly reason: "relative" | "traversal" | "own" | "denied" | "symlink" | "exists" | "missing" | "notdir" | "isdir" | "nospace" | "other",
+    readonly errno?: number,
+    message?: string,
+  ) {
+    super(message ?? `${path}: ${reason}`);
+  }
 }
 
 /** Calling peers on the bus: what core needs of the bus client, without importing it. */

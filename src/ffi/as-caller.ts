@@ -20,7 +20,10 @@ export interface Identity {
 }
 
 export const O_RDONLY = 0, O_WRONLY = 1, O_RDWR = 2, O_CREAT = 0o100, O_EXCL = 0o200, O_NOCTTY = 0o400, O_TRUNC = 0o1000,
-  O_NONBLOCK = 0o4000, O_DIRECTORY = 0o200000, O_NOFOLLOW = 0o400000, O_CLOEXEC = 0o2000000;
+  O_APPEND = 0o2000, O_NONBLOCK = 0o4000, O_CLOEXEC = 0o2000000;
+// These two differ between the generic table (arm64) and x86-64 (asm/fcntl.h).
+export const O_DIRECTORY = process.arch === "arm64" ? 0o40000 : 0o200000;
+export const O_NOFOLLOW = process.arch === "arm64" ? 0o100000 : 0o400000;
 export const R_OK = 4, W_OK = 2, X_OK = 1;
 /** openat2 resolve flags (linux/openat2.h). */
 export const RESOLVE_NO_XDEV = 0x01, RESOLVE_NO_MAGICLINKS = 0x02, RESOLVE_NO_SYMLINKS = 0x04, RESOLVE_BENEATH = 0x08;

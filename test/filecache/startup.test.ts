@@ -32,6 +32,7 @@ const create = async (stateDir: string) =>
     leases: {} as any,
     topics: {} as any,
     config: { configFile: null },
+    files: {} as any,
   });
 
 const mount = (dir: string, options: string, ...extra: string[]) => {

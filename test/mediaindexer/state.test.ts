@@ -22,7 +22,7 @@ const config = { removableRoot: null, plugins: ["storage"], detect: false, watch
 const create = (stateDir: string) =>
   mediaindexer.create({
     board: loadBoard("virtual"), stateDir, log, busAddress: "", peers: {} as any, leases: {} as any,
-    topics: { count: () => 0 } as any, config,
+    topics: { count: () => 0 } as any, config, files: {} as any,
   });
 const failure = (p: Promise<unknown> | unknown) => Promise.resolve(p).then(() => null, (e) => e);
 const mount = (dir: string, options: string, ...extra: string[]) => {
