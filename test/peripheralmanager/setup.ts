@@ -24,6 +24,7 @@ export const E = {
   noDevice: err(13, "No device answered"),
   ioError: err(14, "I/O error"),
   unavailable: err(15, "Device unavailable"),
+  unknownDevice: err(17, "Unknown I2C device"),
 };
 export const OK = { returnValue: true };
 

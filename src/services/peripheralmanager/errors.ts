@@ -36,4 +36,9 @@ export const E = {
   deviceUnavailable: { code: 15, text: "Device unavailable" },
   /** Anything else: a failure inside the service. */
   internal: { code: 16, text: "Internal error" },
+  /**
+   * I2C: an address the board recipe does not have on that bus (not among the bus's
+   * declared devices; on a bus that declares none, outside i2cMinAddress..i2cMaxAddress).
+   */
+  unknownI2cDevice: { code: 17, text: "Unknown I2C device" },
 } as const satisfies Record<string, ErrorRow>;

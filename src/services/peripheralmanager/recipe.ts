@@ -5,12 +5,14 @@ import { z } from "zod";
 import { PARSE_ONCE } from "../../core/config";
 
 const devicePath = z.string().min(1).describe("device node, /dev/...");
+/** What the kernel takes as a u32 (line offsets, spidev's max_speed_hz). */
+const U32 = 0xffffffff;
 
 export const GpioPin = z.object({
   /** GPIO chip: a /dev/gpiochipN path, or the chip's label (found among /dev/gpiochip*). */
   chip: z.string().min(1).optional(),
   /** Line: its offset on the chip, or its name. */
-  line: z.union([z.number().int().min(0), z.string().min(1)]).optional(),
+  line: z.union([z.number().int().min(0).max(U32), z.string().min(1)]).optional(),
   /** Physical header pin, for people. */
   header: z.number().int().positive().optional(),
   description: z.string().optional(),
@@ -21,7 +23,11 @@ export const GpioPin = z.object({
 export const I2cBus = z.object({
   /** /dev/i2c-N */
   device: devicePath.optional(),
-  /** Addresses of the devices on the bus (the verbose list's slaveAddress). */
+  /**
+   * Addresses of the devices on the bus (the verbose list's slaveAddress): i2c/open
+   * takes these only. Empty: any address of the configured range (i2cMinAddress to
+   * i2cMaxAddress, by default 0x03-0x77).
+   */
   slaveAddresses: z.array(z.number().int().min(0).max(0x7f)).default([]),
   description: z.string().optional(),
 });
@@ -30,14 +36,14 @@ export const SpiBus = z.object({
   /** /dev/spidevB.C */
   device: devicePath.optional(),
   /** The bus maximum: spi/setFrequency refuses more. */
-  maxSpeedHz: z.number().int().positive(),
+  maxSpeedHz: z.number().int().positive().max(U32),
   description: z.string().optional(),
 });
 
 export const Uart = z.object({
   /** The tty: /dev/ttyS0, /dev/serial0, a pty... */
   device: devicePath.optional(),
-  /** Rate set when the interface is opened. */
+  /** Rate set when the interface is opened: one of the rates uart/setBaudrate takes (config uartBaudrates). */
   baudrate: z.number().int().positive().default(115200),
   description: z.string().optional(),
   /** Virtual backend: the interface this one is cross-wired to (TX to RX both ways). */
@@ -52,16 +58,20 @@ export const PeripheralSection = z.object({
 });
 export type PeripheralSectionT = z.output<typeof PeripheralSection>;
 
-/** The board's section (absent: a board without peripherals); throws naming the field when invalid. */
-export function parseSection(data: unknown, origin: string): PeripheralSectionT {
+/**
+ * The board's section (absent: a board without peripherals); throws naming the field
+ * when invalid. With `baudrates`, a UART's `baudrate` must be one of them.
+ */
+export function parseSection(data: unknown, origin: string, o: { baudrates?: ReadonlySet<number> } = {}): PeripheralSectionT {
   const r = PeripheralSection.safeParse(data ?? {}, PARSE_ONCE);
   if (!r.success) throw new Error(`${origin}: the peripheralmanager section is invalid: ${z.prettifyError(r.error)}`);
   const s = r.data;
   for (const [name, p] of Object.entries(s.gpio)) {
-    if (p.loopback !== undefined && !s.gpio[p.loopback]) throw new Error(`${origin}: gpio ${name} loops back to ${p.loopback}, which is not a pin of the board`);
+    if (p.loopback !== undefined && !Object.hasOwn(s.gpio, p.loopback)) throw new Error(`${origin}: gpio ${name} loops back to ${p.loopback}, which is not a pin of the board`);
   }
   for (const [name, u] of Object.entries(s.uart)) {
-    if (u.loopback !== undefined && !s.uart[u.loopback]) throw new Error(`${origin}: uart ${name} loops back to ${u.loopback}, which is not an interface of the board`);
+    if (u.loopback !== undefined && !Object.hasOwn(s.uart, u.loopback)) throw new Error(`${origin}: uart ${name} loops back to ${u.loopback}, which is not an interface of the board`);
+    if (o.baudrates && !o.baudrates.has(u.baudrate)) throw new Error(`${origin}: uart ${name}: baudrate ${u.baudrate} is not one of the rates the service may set (uartBaudrates: termios rates)`);
   }
   return s;
 }

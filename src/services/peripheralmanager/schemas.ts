@@ -114,7 +114,8 @@ export const api = {
     level,
   },
   "i2c/open": {
-    summary: "Opens the device at address on an I2C bus for the caller; fails while another application holds it.",
+    summary:
+      "Opens the device at address on an I2C bus for the caller: one of the bus's devices in the board recipe (0x03-0x77, configurable, on a bus that declares none); fails while another application holds it.",
     request: () => z.looseObject({ name: bus, address }),
     response: () => answer({}),
     level,
@@ -198,7 +199,7 @@ export const api = {
     level,
   },
   "spi/setBitsPerWord": {
-    summary: "Word size in bits (1 to 32; what the controller supports).",
+    summary: "Word size in bits (1 to 32; what the controller supports). Above 8 bits a transfer is whole words: 2 bytes each up to 16 bits, 4 above.",
     request: () => z.looseObject({ name: spiName, nbits: z.number().int().min(1).max(32) }),
     response: () => answer({}),
     level,
@@ -285,8 +286,8 @@ export const api = {
     level,
   },
   "uart/setBaudrate": {
-    summary: "Sets the input and output baud rate (any rate the driver takes; set with BOTHER).",
-    request: () => z.looseObject({ interfaceId, baudrate: z.number().int().positive().max(0xffffffff) }),
+    summary: "Sets the input and output baud rate: a rate termios has a Bxxx code for, 50 to 4000000 (the configuration's uartBaudrates); others are invalid.",
+    request: () => z.looseObject({ interfaceId, baudrate: z.number().int().min(50).max(4000000) }),
     response: () => answer({}),
     level,
   },

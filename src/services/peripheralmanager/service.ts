@@ -28,12 +28,16 @@ const answer = (row: ErrorRow): Json => ({ errorCode: row.code, errorText: row.t
 /** What each open resource keeps with its lease. */
 interface PinHeld { line: GpioLine; poll: PollFd; level: Level }
 interface I2cHeld { dev: I2cDevice; poll: PollFd }
-interface SpiHeld { dev: SpiDevice; delayUsecs: number }
+interface SpiHeld { dev: SpiDevice; delayUsecs: number; bitsPerWord: number }
 interface UartHeld { port: TtyPort; poll: PollFd }
 
 const LEVEL = { low: 0, high: 1 } as const;
 const levelName = (l: Level): "low" | "high" => (l ? "high" : "low");
 const hex = (a: number) => `0x${a.toString(16).padStart(2, "0")}`;
+/** The recipe's own entry named key: a name of Object.prototype (`constructor`, `__proto__`...) is none. */
+const own = <T>(table: Record<string, T>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined);
+/** Bytes of one SPI word in a transfer buffer (the kernel's rule: 1 up to 8 bits, 2 up to 16, else 4). */
+const spiWordBytes = (bits: number) => (bits <= 8 ? 1 : bits <= 16 ? 2 : 4);
 
 /** Lease and topic keys. */
 const K = {
@@ -108,7 +112,8 @@ export default defineService({
     const loaded = loadPeripheralOptions(ctx.config);
     for (const problem of loaded.problems) ctx.log.warn({ file: loaded.file, problem }, "peripheral manager configuration: line ignored");
     const o = loaded.config;
-    const section = parseSection((ctx.board as Record<string, unknown>).peripheralmanager, origin);
+    const baudrates = new Set(o.uartBaudrates);
+    const section = parseSection((ctx.board as Record<string, unknown>).peripheralmanager, origin, { baudrates });
     const kind = o.backend === "auto" ? ctx.board.backend : o.backend;
     const backend = openBackend(kind, section, { consumer: o.gpioConsumer, log: ctx.log, origin });
     /** Every live lease of the service, so stop() closes them while the backend is still there. */
@@ -169,7 +174,7 @@ export default defineService({
     const close = (call: Call, key: string) => (ctx.leases.heldBy(call.caller.name, key) ?? raise(E.notOpened)).release();
 
     // ---- GPIO -------------------------------------------------------------------
-    const knownPin = (pin: string) => section.gpio[pin] ?? raise(E.unknownPin);
+    const knownPin = (pin: string) => own(section.gpio, pin) ?? raise(E.unknownPin);
     const pinHeld = (call: Call, pin: string) => (knownPin(pin), held<PinHeld>(call, K.pin(pin)));
 
     /** A new level of an open pin: value subscribers and its polling fd hear of it. */
@@ -204,8 +209,15 @@ export default defineService({
     backend.gpio.onExternalChange(() => publishList("gpio"));
 
     // ---- I2C, SPI, UART ---------------------------------------------------------
-    const knownBus = (name: string) => section.i2c[name] ?? raise(E.unknownI2cBus);
-    const i2cHeld = (call: Call, name: string, address: number) => (knownBus(name), held<I2cHeld>(call, K.i2c(name, address)));
+    const knownBus = (name: string) => own(section.i2c, name) ?? raise(E.unknownI2cBus);
+    /** An address the recipe has on the bus: one of its declared devices, or, where it declares none, one of the configured range. */
+    const knownDevice = (name: string, address: number) => {
+      const bus = knownBus(name);
+      const ok = bus.slaveAddresses.length ? bus.slaveAddresses.includes(address) : address >= o.i2cMinAddress && address <= o.i2cMaxAddress;
+      if (!ok) raise(E.unknownI2cDevice);
+      return bus;
+    };
+    const i2cHeld = (call: Call, name: string, address: number) => (knownDevice(name, address), held<I2cHeld>(call, K.i2c(name, address)));
     /** A transfer on an open I2C device, off the main thread; its polling fd hears when it is done. */
     const i2c = async <T>(call: Call, req: { name: string; address: number }, fn: (d: I2cDevice) => Promise<T>): Promise<T> => {
       const h = i2cHeld(call, req.name, req.address);
@@ -214,7 +226,7 @@ export default defineService({
       return r;
     };
 
-    const knownSpi = (name: string) => section.spi[name] ?? raise(E.unknownSpiBus);
+    const knownSpi = (name: string) => own(section.spi, name) ?? raise(E.unknownSpiBus);
     const spiHeld = (call: Call, name: string) => (knownSpi(name), held<SpiHeld>(call, K.spi(name)));
     const spiSet = async (call: Call, name: string, fn: (h: SpiHeld) => void) => {
       const h = spiHeld(call, name);
@@ -223,6 +235,8 @@ export default defineService({
     };
     const spiSend = (call: Call, name: string, tx: Uint8Array, read: boolean) => {
       const h = spiHeld(call, name);
+      // Words wider than 8 bits take 2 or 4 bytes each: the kernel refuses (EINVAL) a buffer of part of a word.
+      if (tx.length % spiWordBytes(h.bitsPerWord)) raise(E.notSupported);
       return attempt({ method: call.method, bus: name }, () => h.dev.transfer(tx, read, h.delayUsecs));
     };
     /** The first n bytes of data; n beyond data is a bad request. */
@@ -231,7 +245,7 @@ export default defineService({
       return Uint8Array.from(n === undefined ? data : data.slice(0, n));
     };
 
-    const knownUart = (id: string) => section.uart[id] ?? raise(E.unknownUart);
+    const knownUart = (id: string) => own(section.uart, id) ?? raise(E.unknownUart);
     const uartHeld = (call: Call, id: string) => (knownUart(id), held<UartHeld>(call, K.uart(id)));
 
     // ---- access -----------------------------------------------------------------
@@ -321,7 +335,7 @@ export default defineService({
 
         // ---- I2C ----------------------------------------------------------------
         "i2c/close"(req, call) {
-          knownBus(req.name);
+          knownDevice(req.name, req.address);
           close(call, K.i2c(req.name, req.address));
           return ok();
         },
@@ -340,7 +354,7 @@ export default defineService({
         },
 
         "i2c/open"(req, call) {
-          knownBus(req.name);
+          knownDevice(req.name, req.address);
           const { name, address } = req;
           take<I2cHeld>(
             call, K.i2c(name, address), { bus: name, address: hex(address) },
@@ -421,7 +435,7 @@ export default defineService({
                 void dev.close();
                 throw e;
               }
-              return { dev, delayUsecs: 0 };
+              return { dev, delayUsecs: 0, bitsPerWord: 8 };
             },
             (h) => void h.dev.close().catch((e) => ctx.log.warn({ err: e, bus: name }, "closing an SPI device failed")),
           );
@@ -429,7 +443,11 @@ export default defineService({
         },
 
         "spi/setBitJustification": (req, call) => spiSet(call, req.name, (h) => h.dev.setLsbFirst(req.lsb_first)),
-        "spi/setBitsPerWord": (req, call) => spiSet(call, req.name, (h) => h.dev.setBitsPerWord(req.nbits)),
+        "spi/setBitsPerWord": (req, call) =>
+          spiSet(call, req.name, (h) => {
+            h.dev.setBitsPerWord(req.nbits);
+            h.bitsPerWord = req.nbits;
+          }),
         "spi/setDelay": (req, call) => spiSet(call, req.name, (h) => (h.delayUsecs = req.delay_usecs)),
         "spi/setFrequency"(req, call) {
           const bus = knownSpi(req.name);
@@ -507,6 +525,8 @@ export default defineService({
 
         async "uart/setBaudrate"(req, call) {
           const h = uartHeld(call, req.interfaceId);
+          // A rate termios has a Bxxx code for (and the configuration allows); BOTHER would take any u32.
+          if (!baudrates.has(req.baudrate)) raise(E.invalidParameters);
           await attempt({ method: call.method, uart: req.interfaceId }, () => {
             h.port.baudrate = req.baudrate;
           });

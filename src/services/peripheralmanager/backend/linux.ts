@@ -74,7 +74,13 @@ class LinuxGpio implements GpioBackend {
     for (const [chip, names] of byChip) {
       try {
         const fd = this.chips.fd(chip);
-        for (const pin of names) gpio.addLineInfoWatch(fd, this.offset(pin));
+        for (const pin of names) {
+          try {
+            gpio.addLineInfoWatch(fd, this.offset(pin));
+          } catch (e) {
+            log.warn({ err: e, chip, pin }, "GPIO line not watched (a line its chip does not have fails to open)");
+          }
+        }
         this.infoWatches.push(gpio.watchLineInfo(fd, () => this.listeners.forEach((fn) => fn()), {
           ref: false,
           onError: (e) => log.warn({ err: e, chip }, "GPIO chip line-info watch ended"),
@@ -86,19 +92,26 @@ class LinuxGpio implements GpioBackend {
   }
 
   private pin(pin: string) {
-    const p = this.pins[pin];
+    const p = Object.hasOwn(this.pins, pin) ? this.pins[pin] : undefined;
     if (!p) throw new SysError(`no pin ${pin}`, ENOENT);
     return p;
   }
 
-  /** The pin's line offset (a line name is looked up on its chip once). */
+  /**
+   * The pin's line offset (a line name is looked up on its chip once). An offset the
+   * chip does not have (at least its line count) is a device that is not there.
+   */
   private offset(pin: string): number {
     const p = this.pin(pin);
-    if (typeof p.line === "number") return p.line;
     const known = this.offsets.get(pin);
     if (known !== undefined) return known;
     const fd = this.chips.fd(p.chip!);
     const lines = gpio.chipInfo(fd).lines;
+    if (typeof p.line === "number") {
+      if (p.line >= lines) throw new SysError(`line ${p.line} of ${p.chip}, which has ${lines} lines`, ENOENT);
+      this.offsets.set(pin, p.line);
+      return p.line;
+    }
     for (let i = 0; i < lines; i++) {
       if (gpio.lineInfo(fd, i).name === p.line) {
         this.offsets.set(pin, i);
