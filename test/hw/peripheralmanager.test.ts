@@ -50,7 +50,7 @@ describe.skipIf(!inGuest || !existsSync(BIN))("peripheral manager on the guest's
       serviceConfig: { peripheralmanager: { configFile: null } },
       peripheralmanager: {
         gpio: pins,
-        i2c: { I2C0: { device: i2cDev, slaveAddresses: [0x50] } },
+        i2c: { I2C0: { device: i2cDev, slaveAddresses: [0x50, 0x51] } },
         spi: { SPI00: { device: "/dev/spidev0.0", maxSpeedHz: 1_000_000 } },
         uart: { uart0: { device: pty.path, baudrate: 38400 } },
       },
@@ -164,7 +164,7 @@ describe.skipIf(!inGuest || !existsSync(BIN))("peripheral manager on the guest's
 
   test("I2C on i2c-stub: register byte, word and buffer round trips; raw write and read through the SMBus forms", async () => {
     const dev = { name: "I2C0", address: 0x50 };
-    expect(await call("i2c/list", { verbose: true })).toEqual({ returnValue: true, i2cList: ["I2C0"], i2cBusList: [{ name: "I2C0", slaveAddress: ["0x50"] }] });
+    expect(await call("i2c/list", { verbose: true })).toEqual({ returnValue: true, i2cList: ["I2C0"], i2cBusList: [{ name: "I2C0", slaveAddress: ["0x50", "0x51"] }] });
     expect(await call("i2c/open", dev)).toEqual(OK);
     expect(await call("i2c/writeRegByte", { ...dev, reg: 0x10, data: 0xa5 })).toEqual(OK);
     expect(await call("i2c/readRegByte", { ...dev, reg: 0x10 })).toEqual({ returnValue: true, data: 0xa5 });
@@ -181,10 +181,12 @@ describe.skipIf(!inGuest || !existsSync(BIN))("peripheral manager on the guest's
     expect(await call("i2c/write", { ...dev, data: [0x60] })).toEqual({ returnValue: true, size: 1 });
     expect(await call("i2c/read", { ...dev, size: 3 })).toEqual({ returnValue: true, size: 3, data: [0x11, 0x22, 0x33] });
     expect(await call("i2c/close", dev)).toEqual(OK);
-    // Nobody at 0x51.
+    // 0x51 is in the recipe, but nobody answers there (a device the board lists and lacks).
     expect(await call("i2c/open", { name: "I2C0", address: 0x51 })).toEqual(OK);
     expect(await call("i2c/readRegByte", { name: "I2C0", address: 0x51, reg: 0 })).toEqual({ returnValue: false, errorCode: 13, errorText: "No device answered" });
     expect(await call("i2c/close", { name: "I2C0", address: 0x51 })).toEqual(OK);
+    // 0x52 is not a device of the recipe: refused before the bus is touched.
+    expect(await call("i2c/open", { name: "I2C0", address: 0x52 })).toEqual({ returnValue: false, errorCode: 17, errorText: "Unknown I2C device" });
   });
 
   test("SPI on the loopback controller: transfers return what was sent, with the settings applied", async () => {
