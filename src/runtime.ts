@@ -9,6 +9,7 @@ import type { ServiceInstance, ServiceModule } from "./core/service";
 import { logger, type Logger } from "./core/log";
 import { findService } from "./services";
 import { callerFiles } from "./files";
+import { describeRule } from "./core/access";
 
 export interface RuntimeOptions {
   busAddress: string;
@@ -78,6 +79,12 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
       config: (opts.board.serviceConfig?.[name] ?? {}) as Record<string, unknown>,
       files,
     });
+    // A rule the board recipe or configuration made other than the table's is said, never silent.
+    for (const [method, rule] of Object.entries(instance.access ?? {})) {
+      const table = describeRule(module.spec.api[method]?.access);
+      const now = describeRule(rule);
+      if (now !== table) log.warn({ service: name, method, rule: now, default: table }, "access rule widened by the board recipe");
+    }
     try {
       await server.host(module.spec, instance);
     } catch (e) {

@@ -186,7 +186,7 @@ describe("services anyone may call", () => {
     ...REAL,
     "com.vendor.service.camera2": "getCameraList",
     "com.vendor.service.mediaindexer": "getDeviceList",
-    "com.vendor.pipeline.record.cam0": "start",
+    "com.vendor.pipeline.record.main": "start",
   };
   for (const [busName, method] of Object.entries(anyone)) {
     test(`${busName}: nobody calls ${method}, Introspect, Peer.Ping, Properties.GetAll, Subscription.Cancel`, async () => {
@@ -247,11 +247,12 @@ describe("com.vendor.service.nettools", () => {
 
 describe("com.vendor.service.videooutput", () => {
   const V = "com.vendor.service.videooutput";
-  test("root or group devservices-media only, introspection and Cancel included", async () => {
+  test("root or group devservices-media only; introspection and Cancel are open, as for every service", async () => {
     for (const who of ["nobody", ["devservices-net", "devservices-gpio"]] as Who[]) {
       expectDenied(await callMethod(who, V, "getStatus"), `${who} getStatus`);
-      expectDenied(await call(who, V, path(V), "org.freedesktop.DBus.Introspectable", "Introspect", ""), `${who} Introspect`);
-      expectDenied(await call(who, V, path(V), "com.vendor.devservices.Subscription", "Cancel", "u", "1"), `${who} Cancel`);
+      expectDenied(await callMethod(who, V, "register"), `${who} register`);
+      expectAllowed(await call(who, V, path(V), "org.freedesktop.DBus.Introspectable", "Introspect", ""), `${who} Introspect`);
+      expectAllowed(await call(who, V, path(V), "com.vendor.devservices.Subscription", "Cancel", "u", "1"), `${who} Cancel`);
     }
     for (const who of ["root", ["devservices-media"]] as Who[]) {
       expectAllowed(await callMethod(who, V, "getStatus"), `${who} getStatus`);
@@ -321,9 +322,9 @@ describe("one connection holding several names", () => {
       ["com.vendor.service.camera2", "/com/vendor/service/videooutput", "com.vendor.service.videooutput", "getStatus"],
       ["com.vendor.service.mediaindexer", "/com/vendor/service/peripheralmanager", "com.vendor.service.peripheralmanager", "gpio_open"],
       ["com.vendor.service.camera2", "/com/vendor/service/nettools", "com.vendor.service.nettools", "sethostname"],
-      ["com.vendor.pipeline.record.cam0", "/com/vendor/service/videooutput", "com.vendor.service.videooutput", "getStatus"],
-      ["com.vendor.pipeline.record.cam0", "/com/vendor/service/nettools", "com.vendor.service.nettools", "createVlan"],
-      ["com.vendor.pipeline.record.cam0", "/com/vendor/service/peripheralmanager", "com.vendor.service.peripheralmanager", "spi_transfer"],
+      ["com.vendor.pipeline.record.main", "/com/vendor/service/videooutput", "com.vendor.service.videooutput", "getStatus"],
+      ["com.vendor.pipeline.record.main", "/com/vendor/service/nettools", "com.vendor.service.nettools", "createVlan"],
+      ["com.vendor.pipeline.record.main", "/com/vendor/service/peripheralmanager", "com.vendor.service.peripheralmanager", "spi_transfer"],
     ];
     for (const [dest, at, iface, m] of cases) expectDenied(await call("nobody", dest, at, iface, m), `${dest} ${at} ${m}`);
     // ...while the unique name of the stand-ins' connection reaches what the caller may call.
