@@ -4,7 +4,7 @@
 import { spawnSync } from "bun";
 
 /** Callers' groups of the D-Bus policy, and the service user's own group. */
-export const GROUPS = ["devservices", "devservices-net", "devservices-media", "devservices-gpio", "devservices-i2c", "devservices-spi", "devservices-uart"] as const;
+export const GROUPS = ["devservices", "devservices-net", "devservices-media", "devservices-gpio", "devservices-i2c", "devservices-spi", "devservices-uart", "devservices-power", "devservices-camera", "devservices-record", "devservices-cache", "devservices-test"] as const;
 export type GroupName = (typeof GROUPS)[number];
 
 export interface Accounts {

@@ -58,28 +58,32 @@ function exposure(unit: string): { items: Record<string, boolean>; overall: numb
 }
 
 describe("capabilities and device groups per unit (as systemd merges template and drop-in)", () => {
-  const want: Record<string, { netAdmin: boolean; netRaw: boolean; boot: boolean; groups: boolean }> = {
-    "devservices.service": { netAdmin: true, netRaw: true, boot: true, groups: true },
-    "devservices@nettools.service": { netAdmin: true, netRaw: true, boot: false, groups: false },
-    "devservices@power2.service": { netAdmin: false, netRaw: false, boot: true, groups: false },
-    "devservices@peripheralmanager.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
-    "devservices@camera2.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
-    "devservices@videooutput.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
-    "devservices@record.service": { netAdmin: false, netRaw: false, boot: false, groups: true },
+  const want: Record<string, { netAdmin: boolean; netRaw: boolean; boot: boolean; groups: boolean; setid: boolean }> = {
+    "devservices.service": { netAdmin: true, netRaw: true, boot: true, groups: true, setid: true },
+    "devservices@nettools.service": { netAdmin: true, netRaw: true, boot: false, groups: false, setid: false },
+    "devservices@power2.service": { netAdmin: false, netRaw: false, boot: true, groups: false, setid: false },
+    "devservices@peripheralmanager.service": { netAdmin: false, netRaw: false, boot: false, groups: true, setid: false },
+    "devservices@camera2.service": { netAdmin: false, netRaw: false, boot: false, groups: true, setid: true },
+    "devservices@videooutput.service": { netAdmin: false, netRaw: false, boot: false, groups: true, setid: false },
+    "devservices@record.service": { netAdmin: false, netRaw: false, boot: false, groups: true, setid: true },
+    "devservices@mediaindexer.service": { netAdmin: false, netRaw: false, boot: false, groups: false, setid: true },
+    "devservices@filecache.service": { netAdmin: false, netRaw: false, boot: false, groups: false, setid: true },
   };
   for (const unit of ALL) {
     test(unit, () => {
       const { items, overall } = exposure(unit);
-      const w = want[unit] ?? { netAdmin: false, netRaw: false, boot: false, groups: false };
+      const w = want[unit] ?? { netAdmin: false, netRaw: false, boot: false, groups: false, setid: false };
       expect({
         netAdmin: items["CapabilityBoundingSet=~CAP_NET_ADMIN"],
         netRaw: items["CapabilityBoundingSet=~CAP_NET_(BIND_SERVICE|BROADCAST|RAW)"],
         boot: items["CapabilityBoundingSet=~CAP_SYS_BOOT"],
         groups: items["SupplementaryGroups="],
+        // CAP_SETUID/CAP_SETGID: only where a service touches paths with a client's rights (docs/security.md).
+        setid: items["CapabilityBoundingSet=~CAP_SET(UID|GID|PCAP)"],
       }).toEqual(w);
       // Ambient capabilities exactly where there are capabilities; nothing else ever.
-      expect(items["AmbientCapabilities="]).toBe(w.netAdmin || w.boot);
-      for (const cap of ["CAP_SYS_ADMIN", "CAP_(DAC_*|FOWNER|IPC_OWNER)", "CAP_SET(UID|GID|PCAP)", "CAP_SYS_MODULE", "CAP_SYS_PTRACE"]) {
+      expect(items["AmbientCapabilities="]).toBe(w.netAdmin || w.boot || w.setid);
+      for (const cap of ["CAP_SYS_ADMIN", "CAP_(DAC_*|FOWNER|IPC_OWNER)", "CAP_SYS_MODULE", "CAP_SYS_PTRACE"]) {
         expect({ cap, granted: items[`CapabilityBoundingSet=~${cap}`] }).toEqual({ cap, granted: false });
       }
       expect({ NoNewPrivileges: items["NoNewPrivileges="], ProtectSystem: items["ProtectSystem="], ProtectHome: items["ProtectHome="] }).toEqual({

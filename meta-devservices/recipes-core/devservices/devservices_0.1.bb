@@ -100,14 +100,20 @@ python () {
 }
 
 # The service user and its groups. Callers' groups (D-Bus policy and the services'
-# own checks): devservices-net (nettools sethostname/createVlan/deleteVlan),
-# devservices-media (videooutput), devservices-gpio/-i2c/-spi/-uart (peripheralmanager).
+# own checks, docs/security.md): devservices-net (nettools sethostname/createVlan/
+# deleteVlan), devservices-media (videooutput, media database grants),
+# devservices-gpio/-i2c/-spi/-uart (peripheralmanager), devservices-power (reboot,
+# shutdown, power off), devservices-camera (camera open), devservices-record
+# (recordings), devservices-cache (file cache types), devservices-test (test
+# automation events).
 # Device groups (udev rules; the units add them with SupplementaryGroups=): gpio, i2c,
 # spi, plus base-passwd's video and dialout. The user is a member of none of them in
 # /etc/group, so each unit holds only the groups it names.
 USERADD_PACKAGES = "${PN}"
 GROUPADD_PARAM:${PN} = "--system devservices; --system devservices-net; --system devservices-media; \
     --system devservices-gpio; --system devservices-i2c; --system devservices-spi; --system devservices-uart; \
+    --system devservices-power; --system devservices-camera; --system devservices-record; \
+    --system devservices-cache; --system devservices-test; \
     --system gpio; --system i2c; --system spi"
 USERADD_PARAM:${PN} = "--system --no-create-home --home-dir /var/lib/devservices --shell /sbin/nologin \
     --gid devservices devservices"
