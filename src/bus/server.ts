@@ -8,8 +8,9 @@ import { memberName, objectPath, SUBSCRIPTION_INTERFACE, ERROR_PREFIX } from "./
 import { introspectXml, childNodesXml } from "./introspect";
 import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
 
-/** Largest method call the hosting connection reads whole (4 x the payload limit). */
-export const MAX_REQUEST_MESSAGE = 4 * PAYLOAD_LIMITS.maxBytes;
+/** Largest method call the hosting connection reads whole (4 x the payload limit: a JSON string's UTF-8 on the wire, with its escapes). */
+export const maxRequestMessage = (payloadBytes: number) => 4 * payloadBytes;
+export const MAX_REQUEST_MESSAGE = maxRequestMessage(PAYLOAD_LIMITS.maxBytes);
 import { ServiceError, type Json } from "../core/errors";
 import { FdReply, schemaOf, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule } from "../core/access";
@@ -88,13 +89,21 @@ function valueAt(v: unknown, path: PropertyKey[]): unknown {
 
 /** What one client may hold at once (board recipe `limits`, docs/limits.md). */
 export interface ClientLimits {
+  /** Bytes of one request's JSON payload, and its nesting depth (checked before it is parsed). */
+  payloadBytes: number;
+  payloadDepth: number;
   /** Open subscriptions of one connection (unique name). */
   subscriptionsPerClient: number;
   /** Open subscriptions of all connections of one uid (an app may open many). */
   subscriptionsPerUser: number;
 }
 
-export const DEFAULT_CLIENT_LIMITS: ClientLimits = { subscriptionsPerClient: 1024, subscriptionsPerUser: 4096 };
+export const DEFAULT_CLIENT_LIMITS: ClientLimits = {
+  payloadBytes: PAYLOAD_LIMITS.maxBytes,
+  payloadDepth: PAYLOAD_LIMITS.maxDepth,
+  subscriptionsPerClient: 1024,
+  subscriptionsPerUser: 4096,
+};
 
 export interface ServerOptions {
   log?: Logger;
@@ -141,12 +150,13 @@ export class BusServer {
   }
 
   static async connect(address: string, opts: ServerOptions = {}): Promise<BusServer> {
+    const payloadBytes = opts.limits?.payloadBytes ?? DEFAULT_CLIENT_LIMITS.payloadBytes;
     const conn = await connectBus(address, {
       negotiateUnixFd: true,
       receiveFds: process.env.DEVSERVICES_BUS_TRANSPORT === "poll",
       // A request is at most PAYLOAD_LIMITS.maxBytes of JSON; a message far larger is
       // dropped as it arrives (never held in memory) and answered as over the limits.
-      maxIncoming: MAX_REQUEST_MESSAGE,
+      maxIncoming: maxRequestMessage(payloadBytes),
     });
     const server = new BusServer(conn, address, opts);
     // One rule for every client's departure (arg2 = "": the name has no new owner).
@@ -358,8 +368,8 @@ export class BusServer {
     let response: Json | FdReply;
     let subscription: SubscriptionImpl | undefined;
     const parsed0 = msg.oversized
-      ? { problem: { kind: "limits" as const, message: `payload is larger than ${PAYLOAD_LIMITS.maxBytes} bytes (message of ${msg.oversized} bytes)` } }
-      : parsePayload(msg.body[0] as string);
+      ? { problem: { kind: "limits" as const, message: `payload is larger than ${this.limits.payloadBytes} bytes (message of ${msg.oversized} bytes)` } }
+      : parsePayload(msg.body[0] as string, { maxBytes: this.limits.payloadBytes, maxDepth: this.limits.payloadDepth });
     if ("problem" in parsed0) {
       if (parsed0.problem.kind === "limits") this.log.warn({ service: h.spec.name, method, caller: caller.name, problem: parsed0.problem.message }, "request refused");
       response = { returnValue: false, ...h.spec.badRequest(method, parsed0.problem) };

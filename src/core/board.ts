@@ -19,6 +19,8 @@ export const BoardSchema = z.looseObject({
   /** What one client may hold at once, for every service (docs/limits.md). */
   limits: z
     .strictObject({
+      payloadBytes: z.int().min(1024).max(64 << 20).optional(),
+      payloadDepth: z.int().min(2).max(1024).optional(),
       subscriptionsPerClient: z.int().positive().optional(),
       subscriptionsPerUser: z.int().positive().optional(),
     })

@@ -52,3 +52,17 @@ test("the recipe's limits are checked: a non-positive or unknown limit is refuse
   expect(() => parseBoard({ ...loadBoard("virtual"), limits: { subscriptionsPerClient: 0 } }, "t")).toThrow(/limits/);
   expect(() => parseBoard({ ...loadBoard("virtual"), limits: { subscriptionz: 3 } }, "t")).toThrow(/limits/);
 });
+
+test("the payload limits come from the recipe too: size and depth, checked before parsing", async () => {
+  const e = await testEnv();
+  try {
+    await e.start(["testautomation"], { ...loadBoard("virtual"), limits: { payloadBytes: 2048, payloadDepth: 4 } });
+    const c = await e.client();
+    expect(await c.call("testautomation", "ping", { Message: "x".repeat(1500) })).toEqual({ Message: "x".repeat(1500) });
+    expect(await c.call("testautomation", "ping", { Message: "x".repeat(3000) })).toMatchObject({ returnValue: false, errorCode: 4 });
+    expect(await c.call("testautomation", "ping", { Message: "d", extra: [[[["deep"]]]] })).toMatchObject({ returnValue: false, errorCode: 4 });
+    expect(await c.call("testautomation", "ping", { Message: "ok", extra: [[["a"]]] })).toMatchObject({ Message: "ok" });
+  } finally {
+    await e.stop();
+  }
+});
