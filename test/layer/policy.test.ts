@@ -301,11 +301,16 @@ describe("com.vendor.service.peripheralmanager", () => {
     await eventually(() => fakeOut.includes(`ended ${P} gpio/getValue`), 5000);
   });
 
-  test("the policy lists exactly the spec's members, each denied by default and allowed to its group", () => {
+  test("the policy lists exactly the spec's members: none open to everyone (deny by default), each allowed to its protocol's group only", async () => {
+    // The service's table and the spec's members are the same methods.
+    const { api } = await import("../../src/services/peripheralmanager/schemas");
+    expect(Object.keys(api).sort()).toEqual(Object.values(PERIPHERAL_METHODS).flat().sort());
     const xml = readFileSync(join(POLICY_DIR, `${P}.conf`), "utf8");
     const defaultPolicy = /<policy context="default">([\s\S]*?)<\/policy>/.exec(xml)![1]!;
-    const denied = [...defaultPolicy.matchAll(/<deny [^>]*send_member="([^"]+)"/g)].map((m) => m[1]).sort();
-    expect(denied).toEqual(Object.values(PERIPHERAL_METHODS).flat().map(member).sort());
+    const open = [...defaultPolicy.matchAll(new RegExp(`<allow [^>]*send_interface="${P}"[^>]*/>`, "g"))].map((m) => m[0]);
+    expect(open).toEqual([]);
+    expect(defaultPolicy).not.toMatch(new RegExp(`<allow send_destination="${P}"( send_path="[^"]*")?\\s*/>`));
+    expect([...xml.matchAll(/<policy group="([^"]+)">/g)].map((m) => m[1]).sort()).toEqual(Object.values(groupOf).sort());
     for (const [proto, methods] of Object.entries(PERIPHERAL_METHODS)) {
       const g = groupOf[proto as keyof typeof groupOf];
       const block = new RegExp(`<policy group="${g}">([\\s\\S]*?)</policy>`).exec(xml)![1]!;

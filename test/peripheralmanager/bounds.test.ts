@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { openBusToAll, spawnScript } from "../helpers/harness";
 import * as config from "../../src/services/peripheralmanager/config";
 import { parseSection } from "../../src/services/peripheralmanager/recipe";
-import { pmEnv, E, OK, err, type PmEnv } from "./setup";
+import { pmEnv, protocolGids, E, OK, err, type PmEnv } from "./setup";
 
 const unknownDevice = E.unknownDevice;
 const notSupported = err(12, "Not supported by the device");
@@ -201,8 +201,9 @@ describe.skipIf(process.getuid?.() !== 0)("from another uid (setpriv)", () => {
       ["uart/getBaudrate", { interfaceId: "uart1" }],
       ["spi/open", { name: "constructor" }],
     ];
+    // An application with the protocols' groups (without them it is refused before any of this: access.test.ts).
     const proc = spawnScript("test/fixtures/peripheralmanager-prober.ts", [JSON.stringify(calls)], { DEVSERVICES_BUS: p.env.bus.address, HOME: home }, [
-      "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+      "setpriv", "--reuid=65534", "--regid=65534", `--groups=${protocolGids(["i2c", "spi", "uart"]).join(",")}`,
     ]);
     const line = await proc.waitFor((l) => l.startsWith("RESULTS "), 20000);
     await proc.proc.exited;

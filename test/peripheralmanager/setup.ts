@@ -1,7 +1,13 @@
 // Shared set-up of the peripheral manager tests: the service on a private bus, on
 // the virtual board (its recipe section) or on a `linux` board whose UARTs are
-// pseudo-terminals the test holds the other end of.
-import { testEnv, type Env } from "../helpers/harness";
+// pseudo-terminals the test holds the other end of. The test's own clients are root
+// (who may act on any client's handle); another application is app(): a process of
+// uid 65534 with the protocols' groups.
+import { chownSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openBusToAll, spawnScript, testEnv, type Env } from "../helpers/harness";
+import { ensureAccounts } from "../layer/accounts";
 import * as termios from "../../src/ffi/termios";
 import { readAvailable } from "../../src/ffi/libc";
 import type { BusClient } from "../../src/bus/client";
@@ -32,19 +38,53 @@ export interface PmEnv {
   env: Env;
   /** A new client connection, with a call helper. */
   client(): Promise<{ c: BusClient; call: (method: string, payload?: Json | string) => Promise<Json> }>;
+  /**
+   * Another application: a process of uid 65534 with the groups of these protocols
+   * (devservices-gpio...), not root as the test's own clients are. Makes the calls in
+   * order on one connection and exits; resolves with the answers.
+   */
+  app(protocols: Protocol[], calls: [string, Json][]): Promise<Json[]>;
   stop(): Promise<void>;
+}
+
+export type Protocol = "gpio" | "i2c" | "spi" | "uart";
+export const NOBODY = 65534;
+
+/** The gids of the protocols' groups (created when missing, as the layer's tests do). */
+export function protocolGids(protocols: Protocol[]): number[] {
+  if (process.getuid?.() !== 0) throw new Error("calls as another uid need root (setpriv, groupadd)");
+  const { gids } = ensureAccounts();
+  return protocols.map((p) => gids[`devservices-${p}`]);
 }
 
 export async function pmEnv(board?: Json): Promise<PmEnv> {
   const env = await testEnv();
   await env.start(["peripheralmanager"], board as any);
+  let home: string | undefined;
   return {
     env,
     async client() {
       const c = await env.client();
       return { c, call: (method, payload = {}) => c.call(PM, method, payload) };
     },
-    stop: () => env.stop(),
+    async app(protocols, calls) {
+      const gids = protocolGids(protocols);
+      if (!home) {
+        home = mkdtempSync(join(tmpdir(), "devservices-pm-app-"));
+        chownSync(home, NOBODY, NOBODY);
+        openBusToAll(env.bus.address);
+      }
+      const proc = spawnScript("test/fixtures/peripheralmanager-prober.ts", [JSON.stringify(calls)], { DEVSERVICES_BUS: env.bus.address, HOME: home }, [
+        "setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, gids.length ? `--groups=${gids.join(",")}` : "--clear-groups",
+      ]);
+      const line = await proc.waitFor((l) => l.startsWith("RESULTS "), 20000);
+      await proc.proc.exited;
+      return JSON.parse(line.slice(8));
+    },
+    async stop() {
+      await env.stop();
+      if (home) rmSync(home, { recursive: true, force: true });
+    },
   };
 }
 

@@ -2,6 +2,7 @@
 // methods and their limits, ownership, and the error rows.
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { pmEnv, E, OK, type PmEnv } from "./setup";
+import type { Json } from "../../src/core/errors";
 
 let p: PmEnv;
 beforeAll(async () => {
@@ -56,22 +57,25 @@ test("settings: mode 0-3, bits per word, delay, bit justification, frequency up 
   await call("spi/close", bus);
 });
 
-test("ownership and unknown buses", async () => {
+test("ownership and unknown buses: another application (uid 65534, group devservices-spi) may not use the holder's bus; root may", async () => {
   const a = await p.client();
   const b = await p.client();
   expect(await a.call("spi/open", bus)).toEqual(OK);
-  expect(await b.call("spi/open", bus)).toEqual(E.openedByOther);
-  for (const [m, extra] of [
+  const onBus = [
     ["spi/transfer", { size: 1 }], ["spi/writeBuffer", { data: [1] }], ["spi/writeByte", { data: 1 }], ["spi/setMode", { mode: 1 }],
     ["spi/setBitsPerWord", { nbits: 8 }], ["spi/setDelay", { delay_usecs: 0 }], ["spi/setFrequency", { frequency: 1000 }],
     ["spi/setBitJustification", { lsb_first: false }], ["spi/close", {}],
-  ] as const) {
-    expect(await b.call(m, { ...bus, ...extra })).toEqual(E.notOpened);
-  }
-  expect(await b.call("spi/open", { name: "SPI02" })).toEqual(E.unknownSpi);
-  expect(await b.call("spi/transfer", { name: "SPI02", size: 1 })).toEqual(E.unknownSpi);
-  expect(await b.call("spi/open", {})).toEqual(E.invalid);
+  ] as const;
+  const answers = await p.app(["spi"], [
+    ["spi/open", bus],
+    ...onBus.map(([m, extra]): [string, Json] => [m, { ...bus, ...extra }]),
+    ["spi/open", { name: "SPI02" }], ["spi/transfer", { name: "SPI02", size: 1 }], ["spi/open", {}],
+  ]);
+  expect(answers).toEqual([E.openedByOther, ...onBus.map(() => E.notOpened), E.unknownSpi, E.unknownSpi, E.invalid]);
+  // Root's other connection may act on it (not open it: it is held).
+  expect(await b.call("spi/open", bus)).toEqual(E.openedByOther);
+  expect(await b.call("spi/transfer", { ...bus, data: [7], size: 1 })).toEqual({ returnValue: true, tx_size: 1, rx_size: 1, rx_data: [7] });
   expect(await a.call("spi/close", bus)).toEqual(OK);
   expect(await b.call("spi/open", bus)).toEqual(OK);
   await b.call("spi/close", bus);
-});
+}, 30000);

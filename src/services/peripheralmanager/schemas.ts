@@ -1,11 +1,21 @@
 // Peripheral manager API (spec part 3, com.vendor.service.peripheralmanager, API
 // level 13; config, gpioList, the I2C list and uartList objects from level 29). One
 // entry per spec method, grouped by protocol path: gpio/, i2c/, spi/, uart/.
-// Who may call: the protocol's access group (config.ts), set in service.ts.
+// Who may call (`access`, the D-Bus policy and docs/security.md are made from it):
+// root and the protocol's group, every method, list included. A board may change a
+// protocol's group (gpioGroup... in config.ts; service.ts applies it per instance).
 import { z } from "zod";
 import { group } from "../../core/access";
-import type { Api, MethodSpec } from "../../core/service";
+import type { Api } from "../../core/service";
 import { DEFAULT_GROUPS } from "./config";
+
+/** Each protocol's default rule: root and members of its group. */
+const ACCESS = {
+  gpio: group(DEFAULT_GROUPS.gpio),
+  i2c: group(DEFAULT_GROUPS.i2c),
+  spi: group(DEFAULT_GROUPS.spi),
+  uart: group(DEFAULT_GROUPS.uart),
+} as const;
 
 /** Every failure carries errorCode and errorText (errors.ts). */
 const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
@@ -42,12 +52,14 @@ export const api = {
     request: () => z.looseObject({ pin }),
     response: () => answer({}),
     level,
+    access: ACCESS.gpio,
   },
   "gpio/getDirection": {
     summary: "The direction of a pin the caller opened: `in` or `out`.",
     request: () => z.looseObject({ pin }),
     response: () => answer({ direction: z.enum(["in", "out"]) }),
     level,
+    access: ACCESS.gpio,
   },
   "gpio/getPollingFd": {
     summary:
@@ -56,6 +68,7 @@ export const api = {
     response: () => answer({ fd: z.number().describe("index of the descriptor among the reply's Unix fds (always 0)") }),
     passesFd: true,
     level,
+    access: ACCESS.gpio,
   },
   "gpio/getValue": {
     summary: "The level of a pin the caller opened, `low` or `high`; subscribers get {value} on every edge (and on every change made with setValue or setDirection).",
@@ -63,6 +76,7 @@ export const api = {
     response: () => answer({ subscribed: z.boolean(), value: z.enum(["low", "high"]) }),
     subscribable: true,
     level,
+    access: ACCESS.gpio,
   },
   "gpio/list": {
     summary: "Every pin of the board with its status, `available` or `used`; subscribers get the list again whenever a status changes.",
@@ -70,24 +84,28 @@ export const api = {
     response: () => answer({ subscribed: z.boolean(), gpioList: z.array(z.object({ pin: z.string(), status: z.enum(["available", "used"]) })) }),
     subscribable: true,
     level,
+    access: ACCESS.gpio,
   },
   "gpio/open": {
     summary: "Opens a pin for the caller (as an input); fails while another application holds it. Released on close or when the caller leaves the bus.",
     request: () => z.looseObject({ pin }),
     response: () => answer({}),
     level,
+    access: ACCESS.gpio,
   },
   "gpio/setDirection": {
     summary: "Sets the direction of a pin the caller opened: `in`, or output starting low (`outLow`) or high (`outHigh`).",
     request: () => z.looseObject({ pin, direction: z.enum(["in", "outLow", "outHigh"]) }),
     response: () => answer({}),
     level,
+    access: ACCESS.gpio,
   },
   "gpio/setValue": {
     summary: "Drives an output pin the caller opened `low` or `high`.",
     request: () => z.looseObject({ pin, value: z.enum(["low", "high"]) }),
     response: () => answer({}),
     level,
+    access: ACCESS.gpio,
   },
 
   // ---- I2C --------------------------------------------------------------------
@@ -96,6 +114,7 @@ export const api = {
     request: () => z.looseObject({ name: bus, address }),
     response: () => answer({}),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/getPollingFd": {
     summary: "An eventfd, passed with the reply, that the service signals each time a transfer to the caller's open device completes.",
@@ -103,6 +122,7 @@ export const api = {
     response: () => answer({ fd: z.number().describe("index of the descriptor among the reply's Unix fds (always 0)") }),
     passesFd: true,
     level,
+    access: ACCESS.i2c,
   },
   "i2c/list": {
     summary: "The board's I2C buses: names in i2cBusList and i2cList; with verbose, i2cBusList holds {name, slaveAddress} with the recipe's device addresses.",
@@ -112,6 +132,7 @@ export const api = {
       i2cBusList: z.union([z.array(z.string()), z.array(z.object({ name: z.string(), slaveAddress: z.array(z.string()) }))]),
     }),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/open": {
     summary:
@@ -119,36 +140,42 @@ export const api = {
     request: () => z.looseObject({ name: bus, address }),
     response: () => answer({}),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/read": {
     summary: `Reads size bytes from the device (one I2C read message; 1 to ${I2C_MAX_BYTES}).`,
     request: () => z.looseObject({ name: bus, address, size: z.number().int().min(1).max(I2C_MAX_BYTES) }),
     response: () => answer({ size: z.number(), data: z.array(byte) }),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/readRegBuffer": {
     summary: `Reads size bytes starting at register reg (1 to ${I2C_MAX_BYTES}; at most 32 on an SMBus-only adapter).`,
     request: () => z.looseObject({ name: bus, address, reg, size: z.number().int().min(1).max(I2C_MAX_BYTES) }),
     response: () => answer({ size: z.number(), data: z.array(byte) }),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/readRegByte": {
     summary: "Reads the byte of register reg (SMBus read byte data).",
     request: () => z.looseObject({ name: bus, address, reg }),
     response: () => answer({ data: byte }),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/readRegWord": {
     summary: "Reads the 16-bit word of register reg (SMBus read word data: low byte first on the wire).",
     request: () => z.looseObject({ name: bus, address, reg }),
     response: () => answer({ data: z.number().int().min(0).max(0xffff) }),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/write": {
     summary: `Writes data to the device (one I2C write message); size, when given, writes only the first size bytes (1 to ${I2C_MAX_BYTES}).`,
     request: () => z.looseObject({ name: bus, address, data: z.array(byte).min(1).max(I2C_MAX_BYTES), size: z.number().int().min(1).max(I2C_MAX_BYTES).optional() }),
     response: () => answer({ size: z.number() }),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/writeRegBuffer": {
     summary: "Writes data starting at register reg; size, when given, writes only the first size bytes (at most 32 on an SMBus-only adapter).",
@@ -159,18 +186,21 @@ export const api = {
     }),
     response: () => answer({ size: z.number() }),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/writeRegByte": {
     summary: "Writes one byte to register reg (SMBus write byte data).",
     request: () => z.looseObject({ name: bus, address, reg, data: byte }),
     response: () => answer({}),
     level,
+    access: ACCESS.i2c,
   },
   "i2c/writeRegWord": {
     summary: "Writes a 16-bit word to register reg (SMBus write word data).",
     request: () => z.looseObject({ name: bus, address, reg, data: z.number().int().min(0).max(0xffff) }),
     response: () => answer({}),
     level,
+    access: ACCESS.i2c,
   },
 
   // ---- SPI --------------------------------------------------------------------
@@ -179,54 +209,63 @@ export const api = {
     request: () => z.looseObject({ name: spiName }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
   "spi/list": {
     summary: "The board's SPI buses.",
     request: () => z.looseObject({}),
     response: () => answer({ list: z.array(z.string()) }),
     level,
+    access: ACCESS.spi,
   },
   "spi/open": {
     summary: "Opens an SPI bus (a spidev device) for the caller; fails while another application holds it.",
     request: () => z.looseObject({ name: spiName }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
   "spi/setBitJustification": {
     summary: "Bit order of words: lsb_first true sends the least significant bit first, false the most significant.",
     request: () => z.looseObject({ name: spiName, lsb_first: z.boolean() }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
   "spi/setBitsPerWord": {
     summary: "Word size in bits (1 to 32; what the controller supports). Above 8 bits a transfer is whole words: 2 bytes each up to 16 bits, 4 above.",
     request: () => z.looseObject({ name: spiName, nbits: z.number().int().min(1).max(32) }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
   "spi/setDelay": {
     summary: "Microseconds to wait after each transfer before chip select changes and the next transfer starts (0 to 65535).",
     request: () => z.looseObject({ name: spiName, delay_usecs: z.number().int().min(0).max(0xffff) }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
   "spi/setFrequency": {
     summary: "Clock frequency in Hz, up to the bus maximum of the board recipe.",
     request: () => z.looseObject({ name: spiName, frequency: z.number().int().positive().max(0xffffffff) }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
   "spi/setMode": {
     summary: "Clock polarity and phase, mode 0 to 3 (CPOL = bit 1, CPHA = bit 0).",
     request: () => z.looseObject({ name: spiName, mode: z.number().int().min(0).max(3) }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
   "spi/transfer": {
     summary: `Full-duplex transfer of size bytes (1 to ${SPI_MAX_BYTES}): the first size bytes of data, or zeros without data; returns what was received.`,
     request: () => z.looseObject({ name: spiName, data: z.array(byte).max(SPI_MAX_BYTES).optional(), size: z.number().int().min(1).max(SPI_MAX_BYTES) }),
     response: () => answer({ tx_size: z.number(), rx_size: z.number(), rx_data: z.array(byte) }),
     level,
+    access: ACCESS.spi,
   },
   "spi/writeBuffer": {
     summary: "Sends data (received bytes are dropped); size, when given, sends only the first size bytes.",
@@ -237,12 +276,14 @@ export const api = {
     }),
     response: () => answer({ size: z.number() }),
     level,
+    access: ACCESS.spi,
   },
   "spi/writeByte": {
     summary: "Sends one byte.",
     request: () => z.looseObject({ name: spiName, data: byte }),
     response: () => answer({}),
     level,
+    access: ACCESS.spi,
   },
 
   // ---- UART -------------------------------------------------------------------
@@ -251,12 +292,14 @@ export const api = {
     request: () => z.looseObject({ interfaceId }),
     response: () => answer({}),
     level,
+    access: ACCESS.uart,
   },
   "uart/getBaudrate": {
     summary: "The baud rate of an interface the caller opened, as the tty reports it.",
     request: () => z.looseObject({ interfaceId }),
     response: () => answer({ baudrate: z.number() }),
     level,
+    access: ACCESS.uart,
   },
   "uart/getPollingFd": {
     summary:
@@ -265,6 +308,7 @@ export const api = {
     response: () => answer({ fd: z.number().describe("index of the descriptor among the reply's Unix fds (always 0)") }),
     passesFd: true,
     level,
+    access: ACCESS.uart,
   },
   "uart/list": {
     summary: "Every UART interface of the board with its status, `available` or `used`; subscribers get the list again whenever a status changes.",
@@ -272,24 +316,28 @@ export const api = {
     response: () => answer({ subscribed: z.boolean(), uartList: z.array(z.object({ interfaceId: z.string(), status: z.enum(["available", "used"]) })) }),
     subscribable: true,
     level,
+    access: ACCESS.uart,
   },
   "uart/open": {
     summary: "Opens a UART interface for the caller, raw by default or canonical (line mode) with config.canonical; fails while another application holds it.",
     request: () => z.looseObject({ interfaceId, config: z.looseObject({ canonical: z.boolean().optional() }).optional() }),
     response: () => answer({}),
     level,
+    access: ACCESS.uart,
   },
   "uart/read": {
     summary: `What has arrived, without waiting: up to size bytes, or all of it without size (at most ${UART_MAX_BYTES}); in canonical mode, whole lines. dataType: text (UTF-8), base64 or hex.`,
     request: () => z.looseObject({ interfaceId, dataType: dataType.optional(), size: z.number().int().min(1).max(UART_MAX_BYTES).optional() }),
     response: () => answer({ data: z.string(), dataType, size: z.number() }),
     level,
+    access: ACCESS.uart,
   },
   "uart/setBaudrate": {
     summary: "Sets the input and output baud rate: a rate termios has a Bxxx code for, 50 to 4000000 (the configuration's uartBaudrates); others are invalid.",
     request: () => z.looseObject({ interfaceId, baudrate: z.number().int().min(50).max(4000000) }),
     response: () => answer({}),
     level,
+    access: ACCESS.uart,
   },
   "uart/write": {
     summary: "Writes the first size bytes of data (decoded from dataType: text, base64 or hex); answers once the tty has taken them all.",
@@ -301,12 +349,10 @@ export const api = {
     }),
     response: () => answer({ size: z.number() }),
     level,
+    access: ACCESS.uart,
   },
 } satisfies Api;
 
 /** The protocol of a method: its path's first segment. */
 export type Protocol = "gpio" | "i2c" | "spi" | "uart";
 export const protocolOf = (method: string) => method.split("/")[0] as Protocol;
-
-// Who may call, by default: root and the protocol's group (the service applies the configured groups).
-for (const [name, m] of Object.entries(api) as [string, MethodSpec][]) m.access = group(DEFAULT_GROUPS[protocolOf(name)]);

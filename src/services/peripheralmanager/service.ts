@@ -1,8 +1,11 @@
 // Peripheral manager (spec part 3, com.vendor.service.peripheralmanager): GPIO, I2C,
-// SPI and UART by the names of the board recipe (recipe.ts). A pin, I2C device, SPI
-// bus or UART is a lease of the client that opened it: another client's open fails,
-// every other method checks the caller holds it, and the platform ends the lease (so
-// the resource is closed and list subscribers told) when the holder leaves the bus.
+// SPI and UART by the names of the board recipe (recipe.ts). Who may call: root and
+// the protocol's group (the table's rule, schemas.ts; a board may change the group).
+// A pin, I2C device, SPI bus or UART is a lease of the client that opened it: another
+// client's open fails, every other method acts only on a lease the registry lets the
+// caller act on (its own connection's, or any for root), and the platform ends the
+// lease (so the resource is closed and list subscribers told) when the holder leaves
+// the bus.
 // Nothing here waits: edges and UART input come from the event source, I2C and SPI
 // transfers run on the transfer thread (backend/offload.ts).
 // Error table: errors.ts; choices where the spec is silent: docs/decisions/peripheralmanager.md.
@@ -13,7 +16,7 @@ import type { Lease, ReleaseReason } from "../../core/leases";
 import { SysError } from "../../ffi/libc";
 import { api, protocolOf, UART_MAX_BYTES, type Protocol } from "./schemas";
 import { E } from "./errors";
-import { loadPeripheralOptions } from "./config";
+import { DEFAULT_GROUPS, loadPeripheralOptions } from "./config";
 import { parseSection } from "./recipe";
 import { openBackend } from "./backend";
 import { PollFd } from "./backend/pollfd";
@@ -170,8 +173,22 @@ export default defineService({
       return undefined;
     };
 
-    const held = <D>(call: Call, key: string): D => (ctx.leases.heldBy<D>(call.caller.name, key) ?? raise(E.notOpened)).data;
-    const close = (call: Call, key: string) => (ctx.leases.heldBy(call.caller.name, key) ?? raise(E.notOpened)).release();
+    /**
+     * The lease on key the caller may use, change or close: the one its connection
+     * holds, or, for root, whoever's (the registry's one ownership check, mayAct).
+     * Free, or held by another client: error 7.
+     */
+    const leaseFor = <D>(call: Call, key: string): Lease<D> => {
+      const lease = ctx.leases.forActor<D>(call.caller, key);
+      if (lease === "free" || lease === "others") raise(E.notOpened);
+      return lease;
+    };
+    const held = <D>(call: Call, key: string): D => leaseFor<D>(call, key).data;
+    const close = (call: Call, key: string) => {
+      const lease = leaseFor(call, key);
+      ctx.log.info({ key, holder: lease.owner, by: call.caller.name, uid: call.caller.uid }, "close asked");
+      lease.release();
+    };
 
     // ---- GPIO -------------------------------------------------------------------
     const knownPin = (pin: string) => own(section.gpio, pin) ?? raise(E.unknownPin);
@@ -249,13 +266,14 @@ export default defineService({
     const uartHeld = (call: Call, id: string) => (knownUart(id), held<UartHeld>(call, K.uart(id)));
 
     // ---- access -----------------------------------------------------------------
+    // The table has each protocol's default group; a protocol whose group the board
+    // changed gets the configured rule instead (`*`: any caller), which the runtime logs.
     const groups: Record<Protocol, string> = { gpio: o.gpioGroup, i2c: o.i2cGroup, spi: o.spiGroup, uart: o.uartGroup };
-    const access = Object.fromEntries(
-      Object.keys(api).map((m) => {
-        const g = groups[protocolOf(m)];
-        return [m, g === "*" ? "any" : group(g)];
-      }),
-    ) as Record<keyof Api, AccessRule>;
+    const access: Partial<Record<keyof Api, AccessRule>> = {};
+    for (const m of Object.keys(api) as (keyof Api)[]) {
+      const p = protocolOf(m);
+      if (groups[p] !== DEFAULT_GROUPS[p]) access[m] = groups[p] === "*" ? "any" : group(groups[p]);
+    }
 
     return {
       access,
