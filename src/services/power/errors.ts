@@ -1,5 +1,5 @@
 // Power service errors (spec part 2, "Errors": Power service). Codes and texts are
-// the spec's, spelling included ("errorCleintAlreadyRegistered").
+// the spec's, spelling included ("errorCleintAlreadyRegistered"); 8 is ours.
 import type { ErrorRow } from "../../core/errors";
 
 export const E = {
@@ -13,4 +13,9 @@ export const E = {
   timerNotRunning: { code: 6, text: "errorTimerNotRunning" },
   /** No such state or path in the board's machine, or the system refused the action. */
   unknown: { code: 7, text: "errorUnknown" },
+  /**
+   * Not in the spec's table (docs/decisions/power.md): a caller outside root and the
+   * power group powering off or rebooting, or acting on another client's wake lock.
+   */
+  denied: { code: 8, text: "errorPermissionDenied" },
 } as const satisfies Record<string, ErrorRow>;

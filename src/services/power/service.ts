@@ -2,15 +2,17 @@
 // (machine.ts, docs/power-states.md) says which states exist, which methods lead
 // where and which transitions ask registered clients; backend/ reaches the system.
 // Registrations, state and power-on-reason subscribers are topics of the platform's
-// catalog; a wake lock is a lease of the registered client it was taken for.
+// catalog; a wake lock is a lease of the registered client it was taken for, which
+// only that client's connection or root may act on. Powering off and rebooting are
+// for root and the power group (schemas.ts access rules).
 // Choices where the spec is silent: docs/decisions/power.md.
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { raise, ok } from "../../core/errors";
-import { defineService, type Subscription } from "../../core/service";
-import type { Lease, ReleaseReason } from "../../core/leases";
-import { api } from "./schemas";
+import { defineService, type Caller, type Subscription } from "../../core/service";
+import { mayAct, type Lease, type ReleaseReason } from "../../core/leases";
+import { api, setStateAccess } from "./schemas";
 import { E } from "./errors";
 import { PowerMachine, type PowerEvent, type Transition } from "./machine";
 import { loadPowerOptions } from "./config";
@@ -56,6 +58,7 @@ export default defineService({
     api,
     badRequest: () => ({ errorCode: E.invalidJson.code, errorText: E.invalidJson.text }),
     internalError: () => ({ errorCode: E.unknown.code, errorText: E.unknown.text }),
+    denied: () => ({ errorCode: E.denied.code, errorText: E.denied.text }),
   },
 
   async create(ctx) {
@@ -251,17 +254,42 @@ export default defineService({
       lease.release();
     };
 
+    /**
+     * The lock of clientId as caller may act on it: the lease when caller is that
+     * client's connection or root (the registry decides), "free" when there is none,
+     * errorPermissionDenied when it is another client's.
+     */
+    const lockFor = (caller: Caller, clientId: string): Lease<WakeLock> | "free" => {
+      const l = ctx.leases.forActor<WakeLock>(caller, lockKey(clientId));
+      if (l === "others") {
+        ctx.log.warn({ clientId, caller: caller.name, uid: caller.uid }, "wake lock of another client refused");
+        raise(E.denied);
+      }
+      return l;
+    };
+
     /** releaseWakeLock and notifyAlarmExpiry: the lock of clientId, or the spec's error. */
-    const release = async (clientId: string, why: string) => {
-      const lease = locks.get(clientId) ?? raise(isRegistered(clientId) ? E.timerNotRunning : E.notRegistered);
+    const release = async (caller: Caller, clientId: string, why: string) => {
+      const l = lockFor(caller, clientId);
+      const lease = l === "free" ? raise(isRegistered(clientId) ? E.timerNotRunning : E.notRegistered) : l;
       drop(lease, why);
       await syncInhibitor();
     };
 
     return {
+      // The table's setState rule, bound to this board's machine: forcing a state with
+      // an action (power off, reboot) is for root and the power group.
+      access: { setState: setStateAccess((state) => machine.action(state) !== undefined) },
+
       handlers: {
         async acquireWakeLock(req, call) {
           if (!isRegistered(req.clientId)) raise(E.notRegistered);
+          // Renewing: the holder's (or root's) act; a new lock: taken for clientId, so
+          // by the connection that lease will belong to, or root.
+          if (lockFor(call.caller, req.clientId) === "free" && !mayAct(call.caller, { owner: req.clientId })) {
+            ctx.log.warn({ clientId: req.clientId, caller: call.caller.name, uid: call.caller.uid }, "wake lock for another client refused");
+            raise(E.denied);
+          }
           if (running) raise(E.busy);
           acquire(req.clientId, call.caller.name, req.timeout);
           await syncInhibitor();
@@ -278,8 +306,8 @@ export default defineService({
           return ok({ state: current, subscribed: !!call.subscription });
         },
 
-        async notifyAlarmExpiry(req) {
-          await release(req.clientId, "alarm expiry");
+        async notifyAlarmExpiry(req, call) {
+          await release(call.caller, req.clientId, "alarm expiry");
           return ok({ clientId: req.clientId });
         },
 
@@ -304,8 +332,8 @@ export default defineService({
           return ok({ subscribed: true, clientId, state: req.state });
         },
 
-        async releaseWakeLock(req) {
-          await release(req.clientId, "releaseWakeLock");
+        async releaseWakeLock(req, call) {
+          await release(call.caller, req.clientId, "releaseWakeLock");
           return ok();
         },
 
