@@ -206,12 +206,19 @@ describe("contexts (signage rules)", () => {
     expect((await v.status()).MAIN!.context).toBeUndefined();
   });
 
-  test("a context goes with the client that registered it (its sinks disconnected)", async () => {
+  test("a context outlives the connection that registered it: another connection of the uid uses and unregisters it", async () => {
     const other = await v.env.client();
+    // Its subscription's end shows when the service has seen the connection go.
+    await other.subscribe(VO, "getStatus", { subscribe: true }, () => {});
     expect(await other.call(VO, "register", { context: "A" })).toEqual(OK);
     expect(await other.call(VO, "connect", { source: "VDEC", sink: "SUB0", context: "A" })).toMatchObject(OK);
     other.close();
-    await eventually(async () => !(await v.status()).SUB0!.connected, 5000);
+    await eventually(() => v.env.rt!.server.topics.count("videooutput/") === 0, 5000);
+    expect((await v.status()).SUB0).toMatchObject({ connected: true, context: "A" });
+    expect(await v.call("register", { context: "A" })).toEqual({ returnValue: false, errorCode: 5, errorMessage: "Invalid status: context A is already registered" });
+    expect(await v.call("setVideoData", { sink: "SUB0", context: "A", width: 640, height: 480, frameRate: 25 })).toEqual(OK);
+    expect(await v.call("unregister", { context: "A" })).toEqual(OK);
+    expect((await v.status()).SUB0).toMatchObject({ connected: false });
     expect(await v.call("register", { context: "A" })).toEqual(OK);
   });
 });

@@ -6,6 +6,9 @@ import { z } from "zod";
 import { configFileOf, loadConfig } from "../../core/config";
 import { DEFAULT_GROUP, VideoSize } from "./schemas";
 
+/** Default of maxContexts. */
+export const DEFAULT_MAX_CONTEXTS = 32;
+
 export const SinkConfig = z.object({
   /** The sink ID callers use (MAIN, SUB0, ...). */
   sink: z.string().regex(/^[A-Z][A-Z0-9]*$/, "an upper-case sink ID such as MAIN or SUB0"),
@@ -23,6 +26,8 @@ export const VideoOutputOptions = z.object({
   configFile: z.string().nullable().default("videooutput.conf"),
   /** Besides root, members of this group may call the service (the media framework's group); "*": any caller. */
   accessGroup: z.string().min(1).default(DEFAULT_GROUP),
+  /** Registered contexts on the board at once (they outlive their registering connection: docs/services/videooutput.md). */
+  maxContexts: z.coerce.number().int().min(1).max(4096).default(DEFAULT_MAX_CONTEXTS),
   /** linux: the display card, a /dev/dri path or a DRM driver name (vkms, bochs-drm, vc4). */
   card: z.string().min(1).default("/dev/dri/card0"),
   /** linux: the connector id to show on (default: the first connected one). */
@@ -40,7 +45,7 @@ export const VideoOutputOptions = z.object({
 });
 export type VideoOutputOptionsT = z.output<typeof VideoOutputOptions>;
 
-const FILE_KEYS = ["accessGroup", "card", "connector", "commit"] as const;
+const FILE_KEYS = ["accessGroup", "maxContexts", "card", "connector", "commit"] as const;
 
 export function loadVideoOutputOptions(section: Record<string, unknown>) {
   return loadConfig({

@@ -129,7 +129,7 @@ export const api = {
     level: 11,
   }),
   register: method({
-    summary: "Registers a context (pipeline ID) for the caller; unregistered when the caller leaves the bus.",
+    summary: "Registers a context (pipeline ID) for the caller's uid: it lives until unregister (not tied to the connection), only that uid or root may use or unregister it; at most maxContexts per board.",
     request: () => z.looseObject({ context: z.string().min(1) }),
     response: () => Response,
     access: ACCESS,
@@ -151,7 +151,7 @@ export const api = {
     level: 11,
   }),
   unregister: method({
-    summary: "Unregisters a context; its connected sinks are disconnected.",
+    summary: "Unregisters a context (the registering uid or root only); its connected sinks are disconnected.",
     request: () => z.looseObject({ context: z.string().min(1) }),
     response: () => Response,
     access: ACCESS,

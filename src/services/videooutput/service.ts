@@ -4,11 +4,13 @@
 // source crop and output rectangle, setCompositing its alpha and zpos, and getStatus
 // subscribers get the whole sink list on every change. For the media framework only
 // (root or the access group). The display is DRM/KMS on linux boards and a simulated
-// one with two planes on the virtual board. Decisions: docs/decisions/videooutput.md.
+// one with two planes on the virtual board. A registered context belongs to the uid
+// that registered it and lives until unregistered (a lease of uidOwner): only that
+// uid or root may use, change or remove it. Decisions: docs/decisions/videooutput.md.
 import { ServiceError, type ErrorRow, type Json } from "../../core/errors";
 import { group } from "../../core/access";
-import { defineService } from "../../core/service";
-import type { Lease } from "../../core/leases";
+import { defineService, type Caller } from "../../core/service";
+import { uidOwner, type Lease } from "../../core/leases";
 import { api, LIMITS, type Rect, type Size, type VideoT } from "./schemas";
 import { E } from "./errors";
 import { loadVideoOutputOptions, type SinkConfigT } from "./config";
@@ -17,6 +19,8 @@ import { VirtualDisplay } from "./backend/virtual";
 import { DrmDisplay } from "./backend/linux";
 
 const STATUS = "status";
+/** Lease key of a registered context. */
+const contextKey = (context: string) => `context/${context}`;
 
 /** A failure response: errorCode and errorMessage (the spec's fields for this service). */
 const answer = (row: ErrorRow, message = row.text): Json => ({ errorCode: row.code, errorMessage: message });
@@ -78,7 +82,7 @@ export default defineService({
         scanType: "unknown", fullScreen: false, src: null, dst: zero(), opacity: 255, zOrder: i,
       });
     }
-    /** Registered contexts and their leases (released when the registering caller leaves the bus). */
+    /** Registered contexts and their leases (owned by the registering uid, until unregister). */
     const contexts = new Map<string, Lease>();
     ctx.log.info({ backend: backend.kind, commit: backend.commit, planes: planeCount, sinks: [...sinks.keys()] }, "video output ready");
 
@@ -118,14 +122,26 @@ export default defineService({
       if (!s) refuse(E.invalidParams, name === undefined ? "sink is required" : `Invalid parameters: no sink ${name} (sinks: ${[...sinks.keys()].join(", ")})`);
       return s!;
     };
-    const connectedSink = (name: string, context?: string): Sink => {
+    /**
+     * A registered context the caller may use: its uid's, or any for root (the lease
+     * registry decides). 5 when not registered, 1 (Permission denied) when another uid's.
+     */
+    const usable = (caller: Caller, context: string): Lease => {
+      const l = ctx.leases.forActor(caller, contextKey(context));
+      if (l === "free") return refuse(E.invalidStatus, `Invalid status: context ${context} is not registered`);
+      if (l === "others") {
+        ctx.log.warn({ context, caller: caller.name, uid: caller.uid }, "context of another uid refused");
+        return refuse(E.unknown, `Permission denied: context ${context} belongs to another user`);
+      }
+      return l;
+    };
+    /** A connected sink; one connected under a context is for the context's uid (and root) only. */
+    const connectedSink = (caller: Caller, name: string, context?: string): Sink => {
       const s = sinkOf(name);
       if (!s.connected) refuse(E.notConnected, `Video not connected: ${name}`);
       if (context !== undefined && s.context !== context) refuse(E.invalidStatus, `Invalid status: ${name} is not connected under context ${context}`);
+      if (s.context !== undefined) usable(caller, s.context);
       return s;
-    };
-    const registered = (context: string) => {
-      if (!contexts.has(context)) refuse(E.invalidStatus, `Invalid status: context ${context} is not registered`);
     };
     const halFailure = (what: string, e: unknown): never => {
       if (e instanceof ServiceError) throw e;
@@ -172,7 +188,7 @@ export default defineService({
       return r;
     };
 
-    /** Turns a sink's plane off and forgets its connection (on disconnect, unregister, a new context, the context's owner leaving). */
+    /** Turns a sink's plane off and forgets its connection (on disconnect, unregister, a new context). */
     const release = async (s: Sink, why: string) => {
       if (!s.connected) return;
       try {
@@ -193,13 +209,13 @@ export default defineService({
     };
 
     return {
-      // "*" (the virtual board) lets any caller in.
+      // A board recipe or videooutput.conf may widen the rule ("*": any caller); the runtime logs it.
       access: Object.fromEntries(Object.keys(api).map((m) => [m, o.accessGroup === "*" ? "any" : group(o.accessGroup)])),
 
       handlers: {
         connect: (req, call) => serial(async () => {
           const s = sinkOf(req.sink);
-          if (req.context !== undefined) registered(req.context);
+          if (req.context !== undefined) usable(call.caller, req.context);
           if (s.connected && (req.context === undefined || s.context === undefined || s.context === req.context)) {
             refuse(E.invalidStatus, `Invalid status: ${req.sink} is already connected${s.context ? ` (context ${s.context})` : ""}`);
           }
@@ -227,8 +243,8 @@ export default defineService({
           return { returnValue: true, planeID: planeId };
         }),
 
-        disconnect: (req) => serial(async () => {
-          const s = connectedSink(req.sink, req.context);
+        disconnect: (req, call) => serial(async () => {
+          const s = connectedSink(call.caller, req.sink, req.context);
           try {
             await release(s, "disconnect");
           } catch (e) {
@@ -254,7 +270,7 @@ export default defineService({
           return { returnValue: true, sink: s.cfg.sink, planeId: backend.planeIds()[s.cfg.plane]!, crtcId: d.crtcId, connId: d.connectorId };
         },
 
-        "display/setCompositing": (req) => serial(async () => {
+        "display/setCompositing": (req, call) => serial(async () => {
           const orders = Array.isArray(req.composeOrder) ? req.composeOrder : [req.composeOrder];
           const next = new Map([...sinks.values()].map((s) => [s.cfg.sink, { opacity: s.opacity, zOrder: s.zOrder }]));
           const seen = new Set<string>();
@@ -262,7 +278,7 @@ export default defineService({
             const s = sinkOf(c.sink);
             if (seen.has(c.sink)) refuse(E.invalidParams, `Invalid parameters: sink ${c.sink} given twice`);
             seen.add(c.sink);
-            registered(c.context);
+            usable(call.caller, c.context);
             if (c.zOrder > sinks.size - 1) refuse(E.invalidParams, `Invalid parameters: zOrder is 0 to ${sinks.size - 1} with ${sinks.size} sinks`);
             next.set(s.cfg.sink, { opacity: c.opacity, zOrder: c.zOrder });
           }
@@ -283,8 +299,8 @@ export default defineService({
           return { returnValue: true };
         }),
 
-        "display/setDisplayWindow": (req) => serial(async () => {
-          const s = connectedSink(req.sink);
+        "display/setDisplayWindow": (req, call) => serial(async () => {
+          const s = connectedSink(call.caller, req.sink);
           const src = req.sourceInput ?? null;
           if (src) checkRect("sourceInput", src, s.frame);
           let dst: Rect;
@@ -316,26 +332,23 @@ export default defineService({
           return { returnValue: true, video, videoInfo: null };
         }),
 
+        // Spec: luna-style clients register from one one-shot call and connect from
+        // others, so a context is its uid's (never released when a connection goes)
+        // until unregister; bounded per board by maxContexts.
         register: (req, call) => serial(() => {
           if (contexts.has(req.context)) refuse(E.invalidStatus, `Invalid status: context ${req.context} is already registered`);
-          const lease = ctx.leases.take(call.caller.name, `context/${req.context}`, {
-            // The registering client left the bus (unregister removes the context itself first).
-            release: (why) => {
-              if (contexts.get(req.context) !== lease) return;
-              contexts.delete(req.context);
-              void serial(async () => {
-                await dropContext(req.context, `context ${req.context} unregistered (${why})`);
-                changed();
-              }).catch((e) => ctx.log.warn({ err: e, context: req.context }, "disconnecting a context's sinks failed"));
-            },
-          });
+          if (contexts.size >= o.maxContexts) {
+            ctx.log.warn({ context: req.context, caller: call.caller.name, uid: call.caller.uid, maxContexts: o.maxContexts }, "context refused: maxContexts reached");
+            refuse(E.invalidStatus, `Invalid status: ${o.maxContexts} contexts are registered, the most this board allows (maxContexts)`);
+          }
+          const lease = ctx.leases.take(uidOwner(call.caller.uid), contextKey(req.context));
           contexts.set(req.context, lease);
-          ctx.log.info({ context: req.context, caller: call.caller.name }, "context registered");
+          ctx.log.info({ context: req.context, caller: call.caller.name, uid: call.caller.uid }, "context registered");
           return { returnValue: true };
         }),
 
-        setVideoData: (req) => serial(async () => {
-          const s = connectedSink(req.sink, req.context);
+        setVideoData: (req, call) => serial(async () => {
+          const s = connectedSink(call.caller, req.sink, req.context);
           if (req.width < 1 || req.height < 1) refuse(E.invalidParams, "Invalid parameters: width and height must be at least 1");
           const frame = { width: req.width, height: req.height };
           // A crop that no longer fits the frame goes back to the whole frame.
@@ -356,17 +369,16 @@ export default defineService({
           return { returnValue: true };
         }),
 
-        unregister: (req) => serial(async () => {
-          const lease = contexts.get(req.context);
-          if (!lease) refuse(E.invalidStatus, `Invalid status: context ${req.context} is not registered`);
+        unregister: (req, call) => serial(async () => {
+          const lease = usable(call.caller, req.context);
           contexts.delete(req.context);
-          lease!.release();
+          lease.release();
           try {
             await dropContext(req.context, `context ${req.context} unregistered`);
           } finally {
             changed();
           }
-          ctx.log.info({ context: req.context }, "context unregistered");
+          ctx.log.info({ context: req.context, caller: call.caller.name, uid: call.caller.uid }, "context unregistered");
           return { returnValue: true };
         }),
       },
