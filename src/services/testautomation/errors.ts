@@ -18,4 +18,10 @@ export const E = {
    * row for a message that could not be processed; code 4 stays malformed JSON's.
    */
   internal: { code: -1, text: "Invalid JSON message" },
-} as const satisfies Record<string, ErrorRow | ((s: string) => ErrorRow)>;
+  /**
+   * A caller outside root and the test group sending a command into an application or
+   * posting a stage event: the table's general code (-1) with a text of ours
+   * (docs/decisions/testautomation.md).
+   */
+  denied: (method: string, group: string): ErrorRow => ({ code: -1, text: `Permission denied: ${method} is for root and group ${group}` }),
+} as const satisfies Record<string, ErrorRow | ((...s: string[]) => ErrorRow)>;

@@ -1,6 +1,20 @@
 // UI test automation API (spec part 1, com.vendor.service.testautomation, API level 24).
 import { z } from "zod";
-import { base, type Api } from "../../core/service";
+import { base, type Api, type Caller } from "../../core/service";
+import { allowed, group, type AccessRule } from "../../core/access";
+
+/** Root or members of this group may send commands into applications and post stage events. */
+export const TEST_GROUP = "devservices-test";
+const TEST_ACCESS = group(TEST_GROUP);
+/** handleRequest commands the service answers itself from its stage list; any other is sent into an application. */
+export const MAPPED = new Set(["getRunningAppsAndStages", "getApplicationInformation"]);
+
+/** handleRequest: reading the service's stage list is anyone's; a command sent into an application is the group's. */
+const HANDLE_REQUEST_ACCESS: AccessRule = {
+  describe: `any caller for ${[...MAPPED].join(" and ")} (answered by the service); root or group ${TEST_GROUP} for a command sent into an application`,
+  test: (caller: Caller, req: { command?: unknown }) =>
+    req?.command === undefined || (typeof req.command === "string" && MAPPED.has(req.command)) || allowed(TEST_ACCESS, caller, req),
+};
 
 export const Resolution = z.lazy(() => z.object({ width: z.number().default(1920), height: z.number().default(1080) }));
 export const AppInfo = z.lazy(() => z.looseObject({ id: z.string(), resolution: Resolution.optional() }));
@@ -36,24 +50,31 @@ const stageId = z.number();
 
 export const api = {
   broadcastCommand: {
-    summary: "Sends a command to every nub; always succeeds (an absent, empty or non-string command is sent as the empty command).",
+    summary:
+      "Sends a command to every nub; always succeeds for root and the devservices-test group (an absent, empty or non-string command is sent as the empty command); any other caller is refused (-1, Permission denied) and nothing is sent.",
     request: () => z.looseObject({ command: z.unknown().optional().describe("string; empty or absent accepted") }),
-    response: () => z.object({ returnValue: z.literal(true) }),
+    response: () => z.union([
+      z.object({ returnValue: z.literal(true) }),
+      z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }).describe("a caller outside root and devservices-test"),
+    ]),
+    access: TEST_ACCESS,
   },
   handleRequest: {
     summary:
-      "Processes a command: getRunningAppsAndStages and getApplicationInformation are answered by the service; other commands (getItems, commandsBatch, ...) are redirected to the stage's nub with a teCommandId.",
+      "Processes a command: getRunningAppsAndStages and getApplicationInformation are answered by the service (any caller); other commands (getItems, commandsBatch, ...) are redirected to the stage's nub with a teCommandId (root and the devservices-test group).",
     request: () => z.looseObject({
       command: z.unknown().describe("string, required"),
       stageId: z.unknown().optional().describe("number; required for getApplicationInformation and redirected commands"),
       queue: z.unknown().optional().describe("array of {command, filter}; for commandsBatch"),
     }),
     response: () => Response.extend({ result: z.unknown().optional(), teCommandId: z.number().optional() }),
+    access: HANDLE_REQUEST_ACCESS,
   },
   notifyEvent: {
-    summary: "A nub reports an event of its stage; subscribeToEvents subscribers receive it.",
+    summary: "A nub reports an event of its stage; subscribeToEvents subscribers receive it. Root and the devservices-test group.",
     request: () => z.looseObject({ stageId, type: z.string() }),
     response: () => Response,
+    access: TEST_ACCESS,
   },
   ping: {
     summary: "Liveness check: echoes Message (an empty object when none was sent).",

@@ -2,18 +2,17 @@
 // the applications, see nub.ts) subscribe for them and answer with replyToCommand.
 // A stage is a lease of its nub bound to the nub's subscribeToCommands call, so it
 // goes when that call ends (cancel, disconnect). Stage lifetime and timeouts:
-// docs/decisions.md "Test automation".
+// docs/decisions.md "Test automation"; who may send into applications (root and
+// devservices-test, schemas.ts access rules): docs/decisions/testautomation.md.
 import { z } from "zod";
 import { raise, ok, ServiceError, type ErrorRow, type Json } from "../../core/errors";
 import { IdSource } from "../../core/ids";
 import { defineService, type ResponseOf } from "../../core/service";
 import { loadConfig } from "../../core/config";
-import { api } from "./schemas";
+import { api, MAPPED, TEST_GROUP } from "./schemas";
 import { E } from "./errors";
 import pkg from "../../../package.json" with { type: "json" };
 
-/** Commands the service answers itself; any other is redirected to a stage. */
-const MAPPED = new Set(["getRunningAppsAndStages", "getApplicationInformation"]);
 /** Commands the nub protocol defines (nub.ts); an unknown one with no stage is refused here. */
 const STAGE_COMMANDS = new Set(["getItems", "commandsBatch"]);
 
@@ -85,6 +84,8 @@ export default defineService({
       return answer(p.kind === "schema" ? schemaRow(p) : E.invalidJson);
     },
     internalError: () => answer(E.internal),
+    // Not in the spec's table (docs/decisions/testautomation.md): its general code, our text.
+    denied: (method) => answer(E.denied(method, TEST_GROUP)),
   },
 
   create(ctx) {
