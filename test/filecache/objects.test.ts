@@ -223,7 +223,9 @@ test("ResizeCacheObject declares a new size; -194 when it cannot", async () => {
 test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 and -193", async () => {
   const p = await insert({ fileName: "photo.jpg", size: 10 });
   writeFileSync(p, "0123456789");
-  const dest = join(t.env.stateDir, "out");
+  // Destinations a client names are outside the service's state directory (refused there: owners.test.ts).
+  const outside = mkdtempSync(join(tmpdir(), "fc-dest-"));
+  const dest = join(outside, "out");
   mkdirSync(dest);
   const names: string[] = [];
   for (let i = 0; i < 3; i++) {
@@ -257,7 +259,7 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   }
   // No object has an empty name to copy under: InsertCacheObject refuses it (names.test.ts).
   expectError(await t.call("InsertCacheObject", { typeName: "docs", fileName: "", size: 10 }), -200, /^InsertCacheObject: invalid fileName: the name is empty$/);
-  const full = join(t.env.stateDir, "full");
+  const full = join(outside, "full");
   mkdirSync(full);
   writeFileSync(join(full, "x.bin"), "");
   for (let i = 1; i <= 999; i++) writeFileSync(join(full, `x-(${i}).bin`), "");
@@ -265,12 +267,12 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
 
   // Write permission is the caller's: an application running as nobody may not write a root-owned 0755 directory.
   chmodSync(t.env.bus.dir, 0o755);
-  const locked = join(t.env.stateDir, "locked");
+  const locked = join(outside, "locked");
   mkdirSync(locked, { mode: 0o755 });
-  const open = join(t.env.stateDir, "open");
+  const open = join(outside, "open");
   mkdirSync(open, { mode: 0o777 });
   chmodSync(open, 0o777);
-  chmodSync(t.env.stateDir, 0o755);
+  chmodSync(outside, 0o755);
   // The other application is the shipped binary's `call`, run from a directory nobody
   // can reach: the checkout itself may sit in a directory only root may enter.
   const appDir = mkdtempSync(join(tmpdir(), "fc-nobody-"));
@@ -290,6 +292,7 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   expect(statSync(ok.newPathName).uid).toBe(65534);
   await t.call("ExpireCacheObject", { pathName: p });
   rmSync(appDir, { recursive: true, force: true });
+  rmSync(outside, { recursive: true, force: true });
 });
 
 test("declared sizes hold: written larger than declared, a present object goes when its writer closes the file", async () => {

@@ -10,7 +10,9 @@ import { BLOCK, type FileCacheConfig } from "./config";
 import { IndexedHeap } from "./heap";
 import { MetadataStore, type ObjectRow } from "./backend/store";
 import * as files from "./backend/files";
-import type { Identity } from "./backend/files";
+import type { Identity, CopyAs } from "./backend/files";
+import { PathRefused } from "../../core/service";
+import { constants as osConstants } from "node:os";
 
 export const API_VERSION = "1.0";
 export const MAX_TYPE_NAME = 64;
@@ -35,6 +37,8 @@ export interface CacheType {
   lifetime: number;
   dirType: boolean;
   dir: string;
+  /** The uid that defined it: only that uid or root may change or delete it (docs/decisions/filecache.md, "Owners"). */
+  owner: number;
   /** Bytes (whole blocks) charged to its objects. */
   used: number;
   /** Bytes charged to objects that are subscribed (not evictable). */
@@ -70,6 +74,8 @@ export interface CacheObject {
   /** Active subscriptions (the writer's and SubscribeCacheObject's). */
   subs: number;
   removed: boolean;
+  /** The uid that inserted it: only that uid or root may resize or expire it. */
+  owner: number;
 }
 
 /** The eviction order (exported for the benchmark of the index). */
@@ -415,7 +421,8 @@ export class FileCache {
 
   // ---- types ------------------------------------------------------------------
 
-  defineType(req: TypeDefinition): void {
+  /** Defines a type owned by uid owner (root's when not given). */
+  defineType(req: TypeDefinition, owner = 0): void {
     const M = "DefineType";
     const name = req.typeName;
     const bad = FileCache.validTypeName(name) ?? this.reservedPath(name);
@@ -444,10 +451,10 @@ export class FileCache {
       raise(E.cannotConfigure(M, name, `cannot create ${dir}: ${(e as Error).message}`));
     }
     this.change(() => {
-      this.store.putType({ name, ...def, lo: req.loWatermark, hi: req.hiWatermark, dirType: def.dirType ? 1 : 0 });
-      this.watchType(this.addType({ name, ...def, loSet: req.loWatermark, hiSet: req.hiWatermark, dir }));
+      this.store.putType({ name, ...def, lo: req.loWatermark, hi: req.hiWatermark, dirType: def.dirType ? 1 : 0, owner });
+      this.watchType(this.addType({ name, ...def, loSet: req.loWatermark, hiSet: req.hiWatermark, dir, owner }));
     });
-    this.log.info({ type: name, ...def }, "cache type defined");
+    this.log.info({ type: name, ...def, owner }, "cache type defined");
   }
 
   /** A type directory must not be where the metadata or the copies live. */
@@ -498,7 +505,7 @@ export class FileCache {
       if (req.size !== undefined) t.size = wholeBytes(req.size);
       if (req.cost !== undefined) t.cost = req.cost;
       if (req.lifetime !== undefined) t.lifetime = req.lifetime;
-      this.store.putType({ name: t.name, lo: loSet, hi: hiSet, size: t.size, cost: t.cost, lifetime: t.lifetime, dirType: t.dirType ? 1 : 0 });
+      this.store.putType({ name: t.name, lo: loSet, hi: hiSet, size: t.size, cost: t.cost, lifetime: t.lifetime, dirType: t.dirType ? 1 : 0, owner: t.owner });
       for (let o = this.candidate(t); t.used > t.hi && o; o = this.candidate(t)) this.removeObject(o, "hiWatermark lowered");
     });
   }
@@ -562,6 +569,7 @@ export class FileCache {
       lastUsed: this.now(),
       writing: writing ? 1 : 0,
       doomed: 0,
+      owner: owner?.uid ?? 0,
     };
     try {
       this.store.insertObject(row);
@@ -616,6 +624,7 @@ export class FileCache {
       doomed: row.doomed === 1,
       subs: 0,
       removed: false,
+      owner: row.owner ?? 0,
     };
     this.objects.set(o.id, o);
     t.objects.add(o);
@@ -707,22 +716,60 @@ export class FileCache {
     this.index(o);
   }
 
-  /** Copies an object out of the cache; returns the new path. */
-  /** See copyError() for how a failed copy is answered. */
-  async copy(o: CacheObject, destination: string, fileName: string | undefined, caller: Identity | null): Promise<string> {
+  /**
+   * Copies an object out of the cache; returns the new path. A destination the
+   * caller names is written with the caller's rights (`as`: the kernel decides, no
+   * symlink on the path, never the service's own files, new names only); without
+   * one, the configured copyDirectory, the service's own directory, is written with
+   * the service's rights for a caller allowed to write it. See copyError() and
+   * refusedCopy() for how a failed copy is answered.
+   */
+  async copy(o: CacheObject, destination: string | undefined, fileName: string | undefined, caller: Identity | null, as: CopyAs): Promise<string> {
     const M = "CopyCacheObject";
     const name = fileName ?? o.fileName;
     if (!name || name === "." || name === ".." || name.includes("/")) raise(E.noFileName(M, o.path));
     if (CONTROL.test(name)) raise(E.controlInName(M, o.path));
     if (Buffer.byteLength(name) > this.cfg.maxFileNameBytes) raise(E.nameTooLong(M, name));
+    if (destination === undefined) return this.copyToOwnDirectory(o, name, caller);
     if (CONTROL.test(destination)) raise(E.controlInDestination(M, destination));
-    if (!isAbsolute(destination) || !files.exists(destination)) raise(E.invalidDestination(M, destination));
-    if (!files.isDirectory(destination)) raise(E.notDirectory(M, destination));
-    if (!files.canWrite(destination, caller)) raise(E.noWritePermission(M, destination));
+    if (!isAbsolute(destination)) raise(E.invalidDestination(M, destination));
     // A copy is the caller's file, outside the cache's accounting: never inside the cache's own directory
     // (it would be an untracked file there, removed as an orphan at the next start).
-    const dest = resolve(destination);
-    if (dest === this.cacheDir || dest.startsWith(this.cacheDir + "/")) raise(E.copyFailed(M, destination, "the destination is inside the cache"));
+    const resolved = resolve(destination);
+    if (resolved === this.cacheDir || resolved.startsWith(this.cacheDir + "/")) raise(E.copyFailed(M, destination, "the destination is inside the cache"));
+    let dest: string;
+    try {
+      dest = as.check(destination);
+    } catch (e) {
+      return raise(refusedCopy(M, e, name, destination));
+    }
+    const ext = extname(name);
+    const stem = ext ? name.slice(0, -ext.length) : name;
+    for (let n = 0; n <= MAX_COPY_SUFFIX; n++) {
+      const candidate = join(dest, n === 0 ? name : `${stem}-(${n})${ext}`);
+      let done: boolean;
+      try {
+        done = await files.copyAs(o.path, candidate, o.type.dirType, as);
+      } catch (e: any) {
+        if (e instanceof PathRefused) return raise(refusedCopy(M, e, name, destination));
+        if (e?.code === "ENOENT" && !files.exists(o.path)) return raise(E.pathGone(M, o.path));
+        return raise(copyError(M, e?.code, name, destination));
+      }
+      if (done) {
+        if (!o.removed) this.touch(o);
+        return candidate;
+      }
+    }
+    return raise(E.noUniqueName(M, name, destination));
+  }
+
+  /** The default destination: the configured copyDirectory, written with the service's rights. */
+  private async copyToOwnDirectory(o: CacheObject, name: string, caller: Identity | null): Promise<string> {
+    const M = "CopyCacheObject";
+    const destination = this.cfg.copyDirectory;
+    if (!files.exists(destination)) raise(E.invalidDestination(M, destination));
+    if (!files.isDirectory(destination)) raise(E.notDirectory(M, destination));
+    if (!files.canWrite(destination, caller)) raise(E.noWritePermission(M, destination));
     const ext = extname(name);
     const stem = ext ? name.slice(0, -ext.length) : name;
     for (let n = 0; n <= MAX_COPY_SUFFIX; n++) {
@@ -770,7 +817,8 @@ export class FileCache {
         const dir = join(this.cfg.cacheDirectory, r.name);
         files.ensureDir(dir);
         // Rows hold the watermarks as given (rows written before that hold them padded, which is the same).
-        this.addType({ name: r.name, loSet: r.lo, hiSet: r.hi, size: r.size, cost: r.cost, lifetime: r.lifetime, dirType: r.dirType === 1, dir });
+        // A row stored before owners were recorded is root's (docs/decisions/filecache.md, "Owners").
+        this.addType({ name: r.name, loSet: r.lo, hiSet: r.hi, size: r.size, cost: r.cost, lifetime: r.lifetime, dirType: r.dirType === 1, dir, owner: r.owner ?? 0 });
       }
       this.lastId = this.store.lastId();
       for (const r of this.store.objects()) {
@@ -857,6 +905,38 @@ const COPY_FAILURES: Record<string, string> = {
   ENOTDIR: "the destination went away",
   EIO: "input/output error on the destination",
 };
+
+/** errno numbers -> their codes (EACCES, ENAMETOOLONG, ...). */
+const ERRNO_CODES = new Map(Object.entries(osConstants.errno).map(([k, v]) => [v as number, k]));
+
+/**
+ * The spec's row for a destination the caller's rights refused (PathRefused from the
+ * platform's caller files): not absolute, `.`/`..`, the service's own files, a
+ * symbolic link on the path or a missing directory are -193 "invalid destination";
+ * no permission is -193 "no write permission"; a path through a file is -192
+ * "destination not a directory"; the rest as copyError() (docs/decisions/filecache.md).
+ */
+export function refusedCopy(m: string, e: unknown, name: string, destination: string): Row {
+  if (!(e instanceof PathRefused)) throw e;
+  const code = e.errno !== undefined ? ERRNO_CODES.get(e.errno) : undefined;
+  switch (e.reason) {
+    case "relative":
+    case "traversal":
+    case "missing":
+    case "isdir":
+      return E.invalidDestination(m, destination);
+    case "own":
+      return E.copyFailed(m, destination, "the destination belongs to the service");
+    case "symlink":
+      return E.copyFailed(m, destination, "the path holds a symbolic link");
+    case "notdir":
+      return E.notDirectory(m, destination);
+    case "denied":
+      return code === "EROFS" ? E.copyFailed(m, destination, COPY_FAILURES.EROFS!) : E.noWritePermission(m, destination);
+    default:
+      return copyError(m, code, name, destination);
+  }
+}
 
 /**
  * The spec's row for a copy that failed on its way (the checks before it passed):

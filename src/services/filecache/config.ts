@@ -6,6 +6,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { loadConfig as loadServiceConfig, parseKeyValue, type KeyValueFormat } from "../../core/config";
 import type { Logger } from "../../core/log";
+import { TYPE_GROUP } from "./schemas";
 
 export const BLOCK = 4096;
 export const DEFAULT_CONFIG_FILE = "/etc/devservices/FileCache.conf";
@@ -23,7 +24,12 @@ export interface FileCacheConfig {
   defaultLifetime: number;
   /** Longest fileName (InsertCacheObject) and copy name (CopyCacheObject) in UTF-8 bytes. */
   maxFileNameBytes: number;
+  /** Besides root, members of this group may define, change and delete types ("*": any caller). */
+  typeGroup: string;
 }
+
+/** The group of DefineType, ChangeType and DeleteType by default (docs/services/filecache.md). */
+export const DEFAULT_TYPE_GROUP = TYPE_GROUP;
 
 const UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
 
@@ -73,10 +79,11 @@ export const fileCacheOptions = (stateDir: string) =>
     defaultLifetime: int(0),
     // NAME_MAX: no Linux file system holds a longer name, so a larger value could never be copied.
     maxFileNameBytes: int(255, 255, 1),
+    typeGroup: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_TYPE_GROUP)),
   });
 
 /** What FileCache.conf may set (`configFile` is the recipe's alone). */
-const FILE_KEYS = ["cacheDirectory", "metadataFile", "totalCacheSpace", "copyDirectory", "defaultSize", "defaultCost", "defaultLifetime", "maxFileNameBytes"] as const;
+const FILE_KEYS = ["cacheDirectory", "metadataFile", "totalCacheSpace", "copyDirectory", "defaultSize", "defaultCost", "defaultLifetime", "maxFileNameBytes", "typeGroup"] as const;
 
 export function loadConfig(recipe: Record<string, unknown>, stateDir: string, log: Logger): FileCacheConfig {
   const explicit = typeof recipe.configFile === "string" && recipe.configFile !== "";
@@ -104,5 +111,6 @@ export function loadConfig(recipe: Record<string, unknown>, stateDir: string, lo
     defaultCost: o.defaultCost,
     defaultLifetime: o.defaultLifetime,
     maxFileNameBytes: o.maxFileNameBytes,
+    typeGroup: o.typeGroup,
   };
 }

@@ -51,6 +51,11 @@ export const E = {
   controlInDestination: (m: string, dest: string) =>
     row(-193)(`${m}: invalid destination: ${JSON.stringify(dest.slice(0, 64))}: the path holds control characters`),
   noWritePermission: (m: string, dest: string) => row(-193)(`${m}: no write permission on destination: ${dest}`),
+  /** A type or object of another uid (only its owner and root may change it): docs/decisions/filecache.md, "Owners". */
+  notOwner: (m: string, what: "type" | "object", name: string) =>
+    row(-193)(`${m}: no write permission on ${what} ${name}: it belongs to another user (only its owner and root may change it)`),
+  /** A caller the method's access rule refuses (DefineType, ChangeType, DeleteType). */
+  deniedByRule: (m: string, rule: string) => row(-193)(`${m}: no write permission: ${m} is for ${rule}`),
   /** The copy itself failed at the destination (a file system that takes no files, no space): why is a fixed phrase, never errno text. */
   copyFailed: (m: string, dest: string, why: string) => row(-193)(`${m}: invalid destination: ${dest}: ${why}`),
   // -192

@@ -2,6 +2,11 @@
 // entry per method of the spec's endpoint table; method names are case-sensitive.
 import { z } from "zod";
 import { base, type Api } from "../../core/service";
+import { group } from "../../core/access";
+
+/** Root or members of this group manage cache types (configurable: typeGroup). */
+export const TYPE_GROUP = "devservices-cache";
+const typeAccess = group(TYPE_GROUP);
 
 const Response = z.looseObject(base);
 /** Methods whose success fields are all required still fail on a malformed request. */
@@ -30,6 +35,7 @@ export const api = {
       lifetime: seconds.optional().describe("seconds"),
     }),
     response: () => Response,
+    access: typeAccess,
     level,
   },
   CopyCacheObject: {
@@ -54,12 +60,14 @@ export const api = {
       dirType: z.boolean().optional().describe("objects are directories"),
     }),
     response: () => Response,
+    access: typeAccess,
     level,
   },
   DeleteType: {
     summary: "Expires every object of a type and removes the type; refused while any object is subscribed.",
     request: () => z.looseObject({ typeName }),
     response: () => Response.extend({ freedSpace: z.number().optional() }),
+    access: typeAccess,
     level,
   },
   DescribeType: {

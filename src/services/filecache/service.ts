@@ -4,12 +4,15 @@
 // subscription) and a hold (SubscribeCacheObject) are leases of the caller bound to
 // their subscription; an object's subscriptions are the topic objectKey(id).
 import { raise, ok, ServiceError, type Json } from "../../core/errors";
-import { defineService, type BadRequest } from "../../core/service";
-import { api } from "./schemas";
+import { defineService, type BadRequest, type Caller } from "../../core/service";
+import { group, describeRule, identityOf as callerIdentity, type AccessRule } from "../../core/access";
+import { mayAct, uidOwner } from "../../core/leases";
+import { unlinkAs } from "../../ffi/as-caller";
+import { api, TYPE_GROUP } from "./schemas";
 import { E, BAD_REQUEST_CODE } from "./errors";
 import { loadConfig } from "./config";
 import { API_VERSION, FileCache, type CacheObject } from "./cache";
-import { identityOf, usableDir } from "./backend/files";
+import { identityOf, usableDir, type CopyAs } from "./backend/files";
 
 /** One line of the request problem, for errorText. */
 function problemText(method: string, p: Parameters<BadRequest>[1]) {
@@ -39,6 +42,9 @@ const typesOf = (cache: FileCache) => {
  */
 const open: FileCache[] = [];
 
+/** The rule of the type methods: root and typeGroup ("*": any caller). */
+const typeRule = (typeGroup: string): AccessRule => (typeGroup === "*" ? "any" : group(typeGroup));
+
 export default defineService({
   spec: {
     name: "filecache",
@@ -54,6 +60,12 @@ export default defineService({
       return { ...(code === null ? {} : { errorCode: code }), errorText: problemText(method, p), ...extraFor(method) };
     },
     internalError: (method, e) => ({ errorText: `${method}: ${(e as Error)?.message ?? String(e)}`, ...extraFor(method) }),
+    // DefineType, ChangeType, DeleteType refused by their rule: -193, the spec's permission row.
+    denied: (method) => {
+      const live = open.at(-1);
+      const row = E.deniedByRule(method, describeRule(typeRule(live?.cfg.typeGroup ?? TYPE_GROUP)));
+      return { errorCode: row.code, errorText: row.text, ...extraFor(method) };
+    },
   },
 
   create(ctx) {
@@ -68,6 +80,27 @@ export default defineService({
     cache.onHeldRemoved = (o) => ctx.topics.end(objectKey(o));
 
     const typeRequired = (method: string, name: string) => cache.type(name) ?? raise(E.typeMissing(method, name));
+
+    // Types and objects outlive connections (they are stored): they are their uid's.
+    // Only that uid or root may change, resize or remove them; the lease registry's
+    // one ownership check decides (docs/decisions/filecache.md, "Owners").
+    const mayChange = (caller: Caller, owner: number) => mayAct(caller, { owner: uidOwner(owner) });
+    const ownType = (method: string, name: string, caller: Caller) => {
+      const t = cache.type(name);
+      if (t && !mayChange(caller, t.owner)) raise(E.notOwner(method, "type", name));
+    };
+    const ownObject = (method: string, o: CacheObject, caller: Caller) => {
+      if (!mayChange(caller, o.owner)) raise(E.notOwner(method, "object", o.path));
+    };
+
+    /** A copy's destination as the caller may use it: the platform's caller files. */
+    const copyAs = (caller: Caller): CopyAs => ({
+      check: (path) => ctx.files.check(path),
+      create: (path) => ctx.files.open(caller, path, { write: true, create: "new" }, 0o644),
+      mkdir: (path) => ctx.files.mkdir(caller, path, 0o755),
+      // An empty directory a failed copy made: removed as the caller, by the same rules.
+      remove: (path, dir) => (dir ? unlinkAs(callerIdentity(caller), ctx.files.check(path), true) : ctx.files.unlink(caller, path)),
+    });
 
     /** The inserting subscription ended (cancel or disconnect): the write is complete. */
     const completeWrite = (o: CacheObject) => {
@@ -87,24 +120,28 @@ export default defineService({
     };
 
     return {
+      // A board recipe or FileCache.conf may widen the type methods' rule (typeGroup "*"); the runtime logs it.
+      access: cfg.typeGroup === TYPE_GROUP ? {} : { DefineType: typeRule(cfg.typeGroup), ChangeType: typeRule(cfg.typeGroup), DeleteType: typeRule(cfg.typeGroup) },
       handlers: {
-        ChangeType(req) {
+        ChangeType(req, call) {
+          ownType("ChangeType", req.typeName, call.caller);
           cache.changeType(req);
           return ok();
         },
 
         async CopyCacheObject(req, call) {
           const o = cache.resolve("CopyCacheObject", req.pathName);
-          const newPathName = await cache.copy(o, req.destination ?? cfg.copyDirectory, req.fileName, identityOf(call.caller));
+          const newPathName = await cache.copy(o, req.destination, req.fileName, identityOf(call.caller), copyAs(call.caller));
           return ok({ newPathName });
         },
 
-        DefineType(req) {
-          cache.defineType(req);
+        DefineType(req, call) {
+          cache.defineType(req, call.caller.uid);
           return ok();
         },
 
-        DeleteType(req) {
+        DeleteType(req, call) {
+          ownType("DeleteType", req.typeName, call.caller);
           return ok({ freedSpace: cache.deleteType(req.typeName) });
         },
 
@@ -113,8 +150,10 @@ export default defineService({
           return ok({ loWatermark: t.lo, hiWatermark: t.hi, size: t.size, cost: t.cost, lifetime: t.lifetime });
         },
 
-        ExpireCacheObject(req) {
-          cache.expire(cache.resolve("ExpireCacheObject", req.pathName));
+        ExpireCacheObject(req, call) {
+          const o = cache.resolve("ExpireCacheObject", req.pathName);
+          ownObject("ExpireCacheObject", o, call.caller);
+          cache.expire(o);
           return ok();
         },
 
@@ -150,8 +189,9 @@ export default defineService({
           return ok({ pathName: o.path, subscribed: true });
         },
 
-        ResizeCacheObject(req) {
+        ResizeCacheObject(req, call) {
           const o = cache.resolve("ResizeCacheObject", req.pathName);
+          ownObject("ResizeCacheObject", o, call.caller);
           cache.resize(o, req.newSize);
           return ok({ newSize: o.size });
         },

@@ -17,9 +17,11 @@ import {
   statfsSync,
   type Stats,
 } from "node:fs";
-import { copyFile, cp, rm, chown } from "node:fs/promises";
+import { copyFile, cp, rm, chown, open as openFile, lstat, readdir } from "node:fs/promises";
+import { write as writeCb } from "node:fs";
 import { join } from "node:path";
-import type { Caller } from "../../../core/service";
+import { PathRefused, type Caller } from "../../../core/service";
+import { closeFd } from "../../../ffi/libc";
 import { Inotify, IN_CLOSE_WRITE, IN_IGNORED, IN_ONLYDIR } from "../../../ffi/inotify";
 
 export interface Identity {
@@ -276,5 +278,103 @@ export class DirWatcher {
 
   close() {
     this.ino.close();
+  }
+}
+
+/**
+ * A destination's file system as the caller may use it (the platform's caller
+ * files, bound to one caller): every path is resolved without symlinks, the
+ * service's own files are refused, and what is made is the caller's.
+ */
+export interface CopyAs {
+  /** The path rules alone; throws PathRefused. Returns the path normalized. */
+  check(path: string): string;
+  /** Creates a new file (O_EXCL); resolves with its fd, which the copy closes. */
+  create(path: string): Promise<number>;
+  /** Makes a new directory. */
+  mkdir(path: string): Promise<void>;
+  /** Removes a file (dir false) or an empty directory the failed copy made. */
+  remove(path: string, dir: boolean): Promise<void>;
+}
+
+const COPY_CHUNK = 1 << 20;
+
+function writeSome(fd: number, buf: Buffer, offset: number, length: number): Promise<number> {
+  return new Promise((resolve, reject) => writeCb(fd, buf, offset, length, null, (err, n) => (err ? reject(err) : resolve(n))));
+}
+
+/**
+ * Copies the regular file src (opened without following a symlink, and without
+ * blocking on a FIFO) into the open fd, in chunks on the file system's threads.
+ */
+async function pump(src: string, fd: number, buf: Buffer): Promise<void> {
+  const h = await openFile(src, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    if (!(await h.stat()).isFile()) throw Object.assign(new Error(`${src} is not a regular file`), { code: "EINVAL" });
+    for (;;) {
+      const { bytesRead } = await h.read(buf, 0, buf.length, null);
+      if (!bytesRead) return;
+      for (let off = 0; off < bytesRead; ) off += await writeSome(fd, buf, off, bytesRead - off);
+    }
+  } finally {
+    await h.close();
+  }
+}
+
+/** Creates target as the caller and fills it from src; false when the name is taken. */
+async function copyFileAs(src: string, target: string, as: CopyAs, buf: Buffer, made: [string, boolean][]): Promise<boolean> {
+  let fd: number;
+  try {
+    fd = await as.create(target);
+  } catch (e) {
+    if (e instanceof PathRefused && e.reason === "exists") return false;
+    throw e;
+  }
+  made.push([target, false]);
+  try {
+    await pump(src, fd, buf);
+  } finally {
+    closeFd(fd);
+  }
+  return true;
+}
+
+/**
+ * Copies an object to target with the caller's rights (as): a file, or (dirType) a
+ * directory tree whose regular files and directories are copied (other entries,
+ * symbolic links among them, are not). Resolves false when the target name is
+ * taken; on a failure removes what it made (as the caller) and throws.
+ */
+export async function copyAs(src: string, target: string, dirType: boolean, as: CopyAs): Promise<boolean> {
+  const buf = Buffer.allocUnsafe(COPY_CHUNK);
+  const made: [string, boolean][] = [];
+  try {
+    if (!dirType) return await copyFileAs(src, target, as, buf, made);
+    try {
+      await as.mkdir(target);
+    } catch (e) {
+      if (e instanceof PathRefused && e.reason === "exists") return false;
+      throw e;
+    }
+    made.push([target, true]);
+    const walk = async (from: string, to: string) => {
+      for (const entry of await readdir(from)) {
+        const s = join(from, entry);
+        const d = join(to, entry);
+        const st = await lstat(s);
+        if (st.isDirectory()) {
+          await as.mkdir(d);
+          made.push([d, true]);
+          await walk(s, d);
+        } else if (st.isFile()) {
+          if (!(await copyFileAs(s, d, as, buf, made))) throw new PathRefused(d, "exists", 17);
+        }
+      }
+    };
+    await walk(src, target);
+    return true;
+  } catch (e) {
+    for (const [p, dir] of made.reverse()) await as.remove(p, dir).catch(() => {});
+    throw e;
   }
 }

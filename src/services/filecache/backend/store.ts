@@ -12,6 +12,8 @@ export interface TypeRow {
   cost: number;
   lifetime: number;
   dirType: number;
+  /** The uid that defined the type (null in rows stored before owners were recorded: root's). */
+  owner: number | null;
 }
 
 export interface ObjectRow {
@@ -27,17 +29,19 @@ export interface ObjectRow {
   writing: number;
   /** 1 when expiry was deferred: removed once no subscription remains. */
   doomed: number;
+  /** The uid that inserted the object (null in rows stored before owners were recorded: root's). */
+  owner: number | null;
 }
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS types (
   name TEXT PRIMARY KEY, lo INTEGER NOT NULL, hi INTEGER NOT NULL, size INTEGER NOT NULL,
-  cost INTEGER NOT NULL, lifetime INTEGER NOT NULL, dirType INTEGER NOT NULL
+  cost INTEGER NOT NULL, lifetime INTEGER NOT NULL, dirType INTEGER NOT NULL, owner INTEGER
 );
 CREATE TABLE IF NOT EXISTS objects (
   id INTEGER PRIMARY KEY, type TEXT NOT NULL, fileName TEXT NOT NULL, ext TEXT NOT NULL,
   size INTEGER NOT NULL, cost INTEGER NOT NULL, lifetime INTEGER NOT NULL, lastUsed INTEGER NOT NULL,
-  writing INTEGER NOT NULL DEFAULT 0, doomed INTEGER NOT NULL DEFAULT 0
+  writing INTEGER NOT NULL DEFAULT 0, doomed INTEGER NOT NULL DEFAULT 0, owner INTEGER
 );
 CREATE INDEX IF NOT EXISTS objects_by_type ON objects(type);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -81,15 +85,20 @@ export class MetadataStore {
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");
     this.db.exec(SCHEMA);
+    // Databases made before owners were recorded: the column is added, empty (NULL: root's).
+    for (const table of ["types", "objects"]) {
+      const cols = this.db.query(`PRAGMA table_info(${table})`).all() as { name: string }[];
+      if (!cols.some((c) => c.name === "owner")) this.db.exec(`ALTER TABLE ${table} ADD COLUMN owner INTEGER`);
+    }
     const q = (sql: string) => this.db.prepare(sql);
     return {
       putType: q(
-        "INSERT OR REPLACE INTO types (name, lo, hi, size, cost, lifetime, dirType) VALUES ($name, $lo, $hi, $size, $cost, $lifetime, $dirType)",
+        "INSERT OR REPLACE INTO types (name, lo, hi, size, cost, lifetime, dirType, owner) VALUES ($name, $lo, $hi, $size, $cost, $lifetime, $dirType, $owner)",
       ),
       deleteType: q("DELETE FROM types WHERE name = ?"),
       deleteTypeObjects: q("DELETE FROM objects WHERE type = ?"),
       insertObject: q(
-        "INSERT INTO objects (id, type, fileName, ext, size, cost, lifetime, lastUsed, writing, doomed) VALUES ($id, $type, $fileName, $ext, $size, $cost, $lifetime, $lastUsed, $writing, $doomed)",
+        "INSERT INTO objects (id, type, fileName, ext, size, cost, lifetime, lastUsed, writing, doomed, owner) VALUES ($id, $type, $fileName, $ext, $size, $cost, $lifetime, $lastUsed, $writing, $doomed, $owner)",
       ),
       deleteObject: q("DELETE FROM objects WHERE id = ?"),
       setSize: q("UPDATE objects SET size = ? WHERE id = ?"),

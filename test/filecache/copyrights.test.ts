@@ -1,0 +1,111 @@
+// CopyCacheObject writes a destination the caller names with the caller's rights:
+// absolute paths only, never the service's state directory, no symbolic link on
+// the path (not even one swapped in while the copy is under way). The service runs
+// in its own process; the caller is uid 65534 (a separate process, setpriv).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawnScript } from "../helpers/harness";
+import { apart, cannotRun, type Apart } from "./apart";
+import { expectError } from "./env";
+
+const skip = cannotRun();
+if (skip) console.warn(`file cache copy rights tests skipped: ${skip}`);
+
+const APP = 65534;
+
+describe.skipIf(skip !== null)("CopyCacheObject with the caller's rights", () => {
+  let a: Apart;
+  let p: string;
+  let out: string;
+  beforeAll(async () => {
+    a = await apart();
+    expect(await a.call("DefineType", { typeName: "docs", loWatermark: 0, hiWatermark: 1 << 20, size: 100 })).toEqual({ returnValue: true });
+    p = (await a.callAs(APP, [], "InsertCacheObject", { typeName: "docs", fileName: "note.txt" })).pathName as string;
+    writeFileSync(p, "the object");
+    out = mkdtempSync(join(tmpdir(), "fc-copy-out-"));
+    chmodSync(out, 0o755);
+  }, 30000);
+  afterAll(async () => {
+    await a?.stop();
+    rmSync(out, { recursive: true, force: true });
+  });
+
+  /** A directory of the caller's, and one only root may write. */
+  const dirs = (tag: string) => {
+    const mine = join(out, `${tag}-mine`);
+    mkdirSync(mine);
+    chownSync(mine, APP, APP);
+    const roots = join(out, `${tag}-root`);
+    mkdirSync(roots, { mode: 0o755 });
+    return { mine, roots };
+  };
+
+  test("relative paths, . and .., and the service's state directory are -193 invalid destination, for root too", async () => {
+    const { mine } = dirs("rules");
+    expectError(await a.callAs(APP, [], "CopyCacheObject", { pathName: p, destination: "tmp" }), -193, /^CopyCacheObject: invalid destination: tmp$/);
+    expectError(await a.callAs(APP, [], "CopyCacheObject", { pathName: p, destination: `${mine}/../rules-mine` }), -193, /^CopyCacheObject: invalid destination: /);
+    const before = readdirSync(join(a.stateDir, "filecache"));
+    for (const where of [a.stateDir, join(a.stateDir, "filecache"), join(a.stateDir, "filecache", "copies")]) {
+      chmodSync(where, 0o777); // even where the mode bits would let anyone write
+      for (const r of [await a.callAs(APP, [], "CopyCacheObject", { pathName: p, destination: where }), await a.call("CopyCacheObject", { pathName: p, destination: where })]) {
+        expectError(r, -193, `CopyCacheObject: invalid destination: ${where}: the destination belongs to the service`);
+      }
+    }
+    expect(readdirSync(join(a.stateDir, "filecache"))).toEqual(before);
+    expect(readdirSync(join(a.stateDir, "filecache", "copies"))).toEqual([]);
+    expect(readdirSync(mine)).toEqual([]);
+  }, 30000);
+
+  test("the copy is the caller's file; a directory it may not write is -193 no write permission; a symbolic link on the path is -193 invalid destination; nothing written where it points", async () => {
+    const { mine, roots } = dirs("link");
+    const r = await a.callAs(APP, [], "CopyCacheObject", { pathName: p, destination: mine });
+    expect(r).toEqual({ returnValue: true, newPathName: join(mine, "note.txt") });
+    const copy = r.newPathName as string;
+    expect(statSync(copy).uid).toBe(APP);
+    expect(readFileSync(copy, "utf8")).toBe("the object");
+    rmSync(copy);
+    expectError(await a.callAs(APP, [], "CopyCacheObject", { pathName: p, destination: roots }), -193, `CopyCacheObject: no write permission on destination: ${roots}`);
+    const link = join(mine, "link");
+    symlinkSync(roots, link);
+    const deeper = join(out, "via");
+    symlinkSync(out, deeper);
+    for (const destination of [link, join(deeper, "link-mine")]) {
+      expectError(await a.callAs(APP, [], "CopyCacheObject", { pathName: p, destination }), -193,
+        `CopyCacheObject: invalid destination: ${destination}: the path holds a symbolic link`);
+    }
+    // Root is held to the same path rules: a link is never followed.
+    expectError(await a.call("CopyCacheObject", { pathName: p, destination: link }), -193, /the path holds a symbolic link/);
+    expect(readdirSync(roots)).toEqual([]);
+    expect(readdirSync(mine)).toEqual(["link"]);
+  }, 30000);
+
+  test("a directory swapped with a symbolic link while copies are made: the directory outside is never written", async () => {
+    const { mine, roots } = dirs("swap");
+    const name = join(mine, "dest");
+    const real = join(mine, "real");
+    const link = join(mine, "lnk");
+    mkdirSync(real);
+    chownSync(real, APP, APP);
+    symlinkSync(roots, link);
+    const swapper = spawnScript("test/fixtures/filecache-swapper.ts", [name, real, link]);
+    try {
+      await swapper.waitFor("swapping");
+      const answers: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        const r = await a.callAs(APP, [], "CopyCacheObject", { pathName: p, destination: name, fileName: `c${i}.txt` });
+        answers.push(r.returnValue ? "copied" : `${r.errorCode}`);
+        if (r.returnValue) expect(r.newPathName).toBe(join(name, `c${i}.txt`));
+        else expect([-193, -192]).toContain(r.errorCode as number);
+      }
+      expect(readdirSync(roots)).toEqual([]);
+    } finally {
+      await swapper.kill();
+    }
+    expect(readdirSync(roots)).toEqual([]);
+    // The copies that were made are the caller's (killed mid-swap, the directory may be under either name).
+    const at = [real, name].find((d) => existsSync(d) && lstatSync(d).isDirectory())!;
+    for (const f of readdirSync(at)) expect(statSync(join(at, f)).uid).toBe(APP);
+  }, 120000);
+});
