@@ -70,7 +70,7 @@ export const api = {
   subscribeResult: {
     summary: "Subscribes to the results of a running intent (without subscribe: tells whether it is running).",
     request: () => z.looseObject({ intentId, subscribe: z.boolean().optional() }),
-    response: () => answer({ subscribed: z.boolean().optional(), intentId }, { intentId: intentId.describe("the intentId asked about; 0 when none was given") }),
+    response: () => answer({ subscribed: z.boolean().optional(), intentId }, { intentId: intentId.describe("the intentId asked about; 0 when none was given"), reason: z.string().optional() }),
     subscribable: true,
     level: 12,
   },

@@ -4,7 +4,8 @@
 import { dirname } from "node:path";
 import { z } from "zod";
 import { raise, ok, type Json } from "../../core/errors";
-import { defineService, type ServiceInstance } from "../../core/service";
+import { defineService, type Caller, type ServiceInstance } from "../../core/service";
+import { uidOwner, type Lease } from "../../core/leases";
 import { loadConfig } from "../../core/config";
 import { IdSource } from "../../core/ids";
 import { api, ResultMessage, type IntentT } from "./schemas";
@@ -40,10 +41,16 @@ interface RunningIntent {
   /** The process launched for it, when known: results are accepted from it (and its descendants) only. */
   pid?: number;
   timer?: ReturnType<typeof setTimeout>;
+  /** The requester's uid holds the intent's results (uidOwner: the intent outlives its connection). */
+  requester?: Lease;
 }
 
 /** The topic of an intent's result subscribers (start with subscribe, subscribeResult). */
 const resultKey = (id: number) => `result/${id}`;
+/** The lease of an intent's requester: who may follow its results. */
+const requesterKey = (id: number) => `requester/${id}`;
+/** The lease of the handler that answers an intent whose process is not known: the uid of its first result. */
+const answererKey = (id: number) => `answerer/${id}`;
 
 const hasKey = (v: unknown) => typeof v === "string" && v !== "";
 
@@ -110,6 +117,8 @@ export default defineService({
       intents.delete(rec.id);
       clearTimeout(rec.timer);
       ctx.topics.end(resultKey(rec.id));
+      rec.requester?.release();
+      for (const l of ctx.leases.holders(answererKey(rec.id))) l.release();
       ctx.log.debug({ intentId: rec.id, handler: rec.handler.name, why }, "intent ended");
     };
 
@@ -123,6 +132,34 @@ export default defineService({
     };
 
     const runningIntent = (id: number): RunningIntent => intents.get(id) ?? raise(E.invalidParameter);
+
+    /**
+     * Whether caller may follow the results of rec: its requester's uid or root (the
+     * lease registry decides). Others are "Invalid parameter" with a reason, logged.
+     */
+    const requireRequester = (rec: RunningIntent, caller: Caller) => {
+      if (typeof ctx.leases.forActor(caller, requesterKey(rec.id)) !== "string") return;
+      ctx.log.warn({ intentId: rec.id, caller: caller.name, uid: caller.uid, pid: caller.pid }, "result subscription refused: not the requester");
+      raise(E.invalidParameter, { reason: `intent ${rec.id} was started by another user; only its requester and root may follow its results` });
+    };
+
+    /**
+     * Whether caller may answer rec: where the handler's process is known, that process
+     * or one of its descendants; else the uid that answered it first (it holds the
+     * answerer lease from then on) or root.
+     */
+    const requireHandler = (rec: RunningIntent, caller: Caller) => {
+      let ok: boolean;
+      if (rec.pid !== undefined) ok = isProcessOrDescendant(caller.pid, rec.pid);
+      else {
+        const held = ctx.leases.forActor(caller, answererKey(rec.id));
+        if (held === "free") ctx.leases.take(uidOwner(caller.uid), answererKey(rec.id));
+        ok = held !== "others";
+      }
+      if (ok) return;
+      ctx.log.warn({ intentId: rec.id, handler: rec.handler.name, handlerPid: rec.pid, sender: caller.name, senderPid: caller.pid, uid: caller.uid }, "result refused: not from the handler");
+      raise(E.invalidParameter, { reason: `intent ${rec.id} was routed to ${rec.handler.name}; results are accepted from it only` });
+    };
 
     const sessionHandlers = (sessionId: string | undefined): HandlerEntry[] => {
       if (sessionId === undefined) return registry.handlers;
@@ -163,7 +200,8 @@ export default defineService({
           raise(E.startFailed, { reason });
         }
         const id = intentIds.take();
-        const rec: RunningIntent = { id, handler };
+        // The requester's results are its uid's: another connection of the same uid may follow them (subscribeResult), no other uid.
+        const rec: RunningIntent = { id, handler, requester: ctx.leases.take(uidOwner(call.caller.uid), requesterKey(id)) };
         if (intents.size >= cfg.maxIntents) expire(intents.values().next().value!, "too many running intents");
         touch(rec);
         // Subscribed before the launch: a quick handler's result waits for our first response.
@@ -188,11 +226,8 @@ export default defineService({
 
       sendResult(req, call) {
         const rec = runningIntent(req.intentId);
-        // Only the handler the intent was routed to answers it, where its process is known.
-        if (rec.pid !== undefined && !isProcessOrDescendant(call.caller.pid, rec.pid)) {
-          ctx.log.warn({ intentId: rec.id, handler: rec.handler.name, handlerPid: rec.pid, sender: call.caller.name, senderPid: call.caller.pid }, "result refused: not from the handler");
-          raise(E.invalidParameter, { reason: `intent ${rec.id} was routed to ${rec.handler.name}; results are accepted from it only` });
-        }
+        // Only the handler the intent was routed to answers it.
+        requireHandler(rec, call.caller);
         const message: z.input<typeof ResultMessage> = {
           returnValue: true,
           subscribed: true,
@@ -208,6 +243,7 @@ export default defineService({
 
       subscribeResult(req, call) {
         const rec = runningIntent(req.intentId);
+        requireRequester(rec, call.caller);
         touch(rec);
         if (!call.subscription) return ok({ subscribed: false, intentId: rec.id });
         ctx.topics.add(resultKey(rec.id), call.subscription);
