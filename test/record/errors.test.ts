@@ -60,6 +60,10 @@ test("1: the request cannot become a recorder", async () => {
   chmodSync(ro, 0o500);
   if (process.getuid?.() !== 0) expect(await r.call("start", av(join(ro, "x.mp4")))).toEqual(E1);
   expect(await r.call("start", av("/dev/null"))).toEqual(E1); // not a regular file
+  // An existing file is not replaced (a recording makes a new file).
+  await Bun.write(join(r.dir, "existing.mp4"), "kept");
+  expect(await r.call("start", av(join(r.dir, "existing.mp4")))).toEqual(E1);
+  expect(await Bun.file(join(r.dir, "existing.mp4")).text()).toBe("kept");
   // A recorder is already loaded.
   expect(await r.call("start", av(path))).toEqual(OK);
   expect(await r.call("start", av(join(r.dir, "other.mp4")))).toEqual(E1);
@@ -98,9 +102,9 @@ test("4: the recording ended with an error before stop", async () => {
   while (!events.some((e) => e.eventType === "error") && Date.now() < end) await Bun.sleep(20);
   expect(events.find((e) => e.eventType === "error")).toMatchObject({ returnValue: true, id: "failing", pipelineId: "main" });
   expect(await r.call("stop")).toEqual(E4);
-  // Unloaded all the same.
+  // Unloaded all the same (a recording makes a new file: the next one names another).
   expect(await r.call("stop")).toEqual(E3);
-  expect(await r.call("start", av(path))).toEqual(OK);
+  expect(await r.call("start", av(join(r.dir, "four-again.mp4")))).toEqual(OK);
   expect(await r.call("stop")).toEqual(OK);
   await sub.cancel();
 });

@@ -3,10 +3,13 @@
 // serviceConfig.record (shared by every pipeline instance of the board).
 import { z } from "zod";
 import { loadConfig } from "../../core/config";
+import { DEFAULT_GROUP } from "./schemas";
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 
 export const RecordOptions = z.object({
+  /** Root and this group's members may start, pause, resume and stop recordings ("*": any caller). */
+  accessGroup: z.string().min(1).default(DEFAULT_GROUP),
   /** How long start waits for the pipeline to reach PLAYING. */
   startTimeoutMs: ms(5000),
   /** How long stop waits for end-of-stream to reach the file. */

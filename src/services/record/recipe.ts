@@ -2,8 +2,9 @@
 // video sources by camera ID, the audio source, and the encoders and containers by
 // the names requests use. Everything here is a gst-launch fragment written by the
 // board's maker; nothing a client sends becomes part of a launch description except
-// validated numbers (sizes, rates, bit rates, quality). The output path is set as a
-// property of the sink, never parsed. docs/board-recipes.md, "record".
+// validated numbers (sizes, rates, bit rates, quality). The output file is opened by
+// the service with the caller's rights and handed to the sink as an fd, never
+// parsed. docs/board-recipes.md, "record".
 import { z } from "zod";
 import { PARSE_ONCE } from "../../core/config";
 import type { Board } from "../../core/board";
@@ -84,7 +85,7 @@ export function readRecipe(board: Board): Recipe {
 export class PlanError extends Error {}
 
 export interface Plan {
-  /** The gst-launch description; the file sink is named `sink` (its location set afterwards). */
+  /** The gst-launch description; the file sink is an fdsink named `sink` (its fd set afterwards). */
   description: string;
   kind: "av" | "image";
   /** The camera ID of the recording, when it has video. */
@@ -120,7 +121,9 @@ export function plan(req: StartRequest, recipe: Recipe): Plan {
       `caps=video/x-raw,format=YUY2,width=${s.width},height=${s.height},framerate=${s.fps}/1`
     );
   };
-  const sink = "filesink name=sink buffer-mode=unbuffered";
+  // fdsink writes each buffer with write(2) as it comes (unbuffered) and seeks on a
+  // regular file, so muxers that rewrite their header (mp4mux without fragments) work.
+  const sink = "fdsink name=sink";
   if (req.image) {
     // identity eos-after=N sends end-of-stream in place of buffer N: one frame reaches the encoder.
     if (req.video || req.audio) throw new PlanError("an image is recorded alone (no video or audio with it)");

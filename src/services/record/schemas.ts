@@ -2,6 +2,10 @@
 // API level 32). One entry per spec method; field names are the spec's.
 import { z } from "zod";
 import type { Api } from "../../core/service";
+import { group } from "../../core/access";
+
+/** Root or members of this group may start and control recordings (configurable: accessGroup; "*": any caller). */
+export const DEFAULT_GROUP = "devservices-record";
 
 const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
 const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure]);
@@ -37,7 +41,7 @@ export const StartRequest = z
     audio: Audio.optional(),
     image: Image.optional(),
     format: z.string().min(1).describe("container: MP4 for video and audio, JPEG for an image"),
-    path: z.string().min(1).describe("absolute path of the output file"),
+    path: z.string().min(1).describe("absolute path of a new output file, created with the caller's rights (an existing file is not replaced)"),
   })
   .refine((r) => !!(r.video || r.audio || r.image), { message: "at least one of video, audio, image" });
 
@@ -55,12 +59,14 @@ export const api = {
     summary: "Pauses a recording (PAUSED): nothing is recorded until resume. Invalid state unless recording.",
     request: () => z.looseObject({}),
     response: () => answer({}),
+    access: group(DEFAULT_GROUP),
     level: 32,
   },
   resume: {
     summary: "Resumes a paused recording (PLAYING); the file goes on without a gap. Invalid state unless paused.",
     request: () => z.looseObject({}),
     response: () => answer({}),
+    access: group(DEFAULT_GROUP),
     level: 32,
   },
   start: {
@@ -68,12 +74,14 @@ export const api = {
       "Builds the pipeline (sources and encoders from the board recipe) and records to path: video and/or audio into fragmented MP4, or one image as JPEG. Answers once the pipeline is PLAYING.",
     request: () => StartRequest,
     response: () => answer({}),
+    access: group(DEFAULT_GROUP),
     level: 32,
   },
   stop: {
     summary: "Stops the recording: end-of-stream through the pipeline, the file finalized on disk, the pipeline released.",
     request: () => z.looseObject({}),
     response: () => answer({}),
+    access: group(DEFAULT_GROUP),
     level: 32,
   },
   subscribe: {

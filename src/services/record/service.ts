@@ -3,14 +3,19 @@
 // bus name (ServiceModule.instances). An instance builds a GStreamer pipeline per
 // start (src/ffi/gst.ts, in this process: its bus is read on the event source) and
 // follows the spec's state table; the pipeline's bus messages are pushed to
-// subscribers. Choices where the spec is silent: docs/decisions/record.md.
-import { accessSync, constants, existsSync, rmSync, statSync } from "node:fs";
-import { dirname, isAbsolute } from "node:path";
+// subscribers. Recording is for root and the access group; the output file is
+// created with the caller's rights (ctx.files) and written by GStreamer through its
+// fd; a recording belongs to the uid that started it (the lease registry decides
+// who may pause, resume or stop it). Choices where the spec is silent:
+// docs/decisions/record.md.
+import { fstatSync } from "node:fs";
 import { raise, ok, type ErrorRow, type Json } from "../../core/errors";
-import { defineService, type ServiceModule, type ServiceContext, type ServiceInstance } from "../../core/service";
+import { defineService, PathRefused, type Caller, type ServiceModule, type ServiceContext, type ServiceInstance } from "../../core/service";
+import { uidOwner, type Lease } from "../../core/leases";
+import { group, type AccessRule } from "../../core/access";
 import type { Board } from "../../core/board";
 import * as gst from "../../ffi/gst";
-import { api, type StartRequest } from "./schemas";
+import { api, DEFAULT_GROUP, type StartRequest } from "./schemas";
 import { E } from "./errors";
 import { plan, readRecipe, PlanError, CAMERA_APPSRC, type CameraStream, type Recipe } from "./recipe";
 import { FrameReader } from "../camera/reader";
@@ -20,6 +25,8 @@ import { loadRecordOptions } from "./config";
 export const BUS_PREFIX = "com.vendor.pipeline.record";
 const CAMERA = "com.vendor.service.camera2";
 const EVENTS = "events";
+/** The lease key of an instance's recording (owned by the uid that started it). */
+const RECORDING = "recording";
 
 /** The recorder's state (spec: Recording pipeline states); starting and stopping are the moments in between. */
 export type RecorderState = "idle" | "starting" | "recording" | "paused" | "stopping" | "stopped";
@@ -27,6 +34,14 @@ export type RecorderState = "idle" | "starting" | "recording" | "paused" | "stop
 interface Recording {
   pipeline: gst.Pipeline;
   path: string;
+  /** Who started it (the file is created and, after a failed start, removed with its rights). */
+  caller: Caller;
+  /** The output file, created for this recording; the sink writes to it (-1 once closed). */
+  fd: number;
+  /** Bytes in the file when it was closed, 0 when it was no longer linked (removed meanwhile). */
+  written?: number;
+  /** The recording's owner in the lease registry (the uid that started it). */
+  lease: Lease<undefined>;
   kind: "av" | "image";
   cameraId?: string;
   /** End-of-stream reached the sinks. */
@@ -104,12 +119,15 @@ function instance(id: string): ServiceModule<typeof api> {
       api,
       badRequest: (method) => raise2(row(BAD_REQUEST, method)),
       internalError: (method) => raise2(row(INTERNAL, method)),
+      denied,
     },
     create: (ctx) => createInstance(id, ctx),
   });
 }
 
 const raise2 = (r: ErrorRow): Json => ({ errorCode: r.code, errorText: r.text });
+/** A caller the access rule refuses: the method's own failure row (the spec has no permission error). */
+const denied = (method: string): Json => raise2(row(BAD_REQUEST, method));
 
 async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceInstance<typeof api>> {
   const recipe = readRecipe(ctx.board);
@@ -212,31 +230,50 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
     }
   };
 
-  /** Ends a recording's pipeline; returns whether GStreamer set it to NULL. */
+  /**
+   * Ends a recording's pipeline, closes its file (noting what it holds) and gives its
+   * ownership back; returns whether GStreamer set the pipeline to NULL.
+   */
   const release = (r: Recording): boolean => {
     r.waiters.clear();
     if (r.feed) r.closing = r.feed.close();
     r.feed = undefined;
     const result = r.pipeline.dispose();
+    if (r.fd >= 0) {
+      try {
+        const st = fstatSync(r.fd);
+        r.written = st.nlink > 0 ? st.size : 0;
+      } catch {
+        r.written = 0;
+      }
+      closeFd(r.fd);
+      r.fd = -1;
+    }
+    r.lease.release();
     if (rec === r) rec = undefined;
     return result !== gst.GST_STATE_CHANGE_FAILURE;
   };
 
-  const writable = (path: string): string | null => {
-    if (!isAbsolute(path)) return "the path is not absolute";
-    if (path.endsWith("/")) return "the path names a directory";
+  /** Removes the file a failed start created (with the caller's rights: only what the caller could remove). */
+  const removeOutput = async (r: Recording) => {
     try {
-      if (existsSync(path)) {
-        if (!statSync(path).isFile()) return "the path exists and is not a regular file";
-        accessSync(path, constants.W_OK);
-      } else accessSync(dirname(path), constants.W_OK | constants.X_OK);
-      return null;
+      await ctx.files.unlink(r.caller, r.path);
     } catch (e) {
-      return (e as Error).message;
+      log.warn({ path: r.path, reason: e instanceof PathRefused ? e.reason : String(e) }, "the file of a failed start was not removed");
     }
   };
 
-  const start = async (req: StartRequest) => {
+  /**
+   * Who may pause, resume or stop the recording: the uid that started it, or root
+   * (the lease registry's decision). Others get the method's failure row.
+   */
+  const mayControl = (method: string, caller: Caller, r: Recording, refusal: ErrorRow) => {
+    if (ctx.leases.forActor(caller, RECORDING) === r.lease) return;
+    log.warn({ method, uid: caller.uid, caller: caller.name, owner: r.lease.owner }, "refused: the recording is another user's");
+    raise(refusal);
+  };
+
+  const start = async (req: StartRequest, caller: Caller) => {
     await warmed();
     if (state === "starting" || state === "recording" || state === "paused" || state === "stopping") {
       log.warn({ state }, "start refused: a recorder is loaded");
@@ -250,23 +287,40 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       log.warn({ reason: e.message }, "start refused");
       raise(E.notCreated);
     }
-    const why = writable(req.path);
-    if (why) {
-      log.warn({ path: req.path, reason: why }, "start refused: the path is not writable");
+    if (req.path.endsWith("/")) {
+      log.warn({ path: req.path }, "start refused: the path names a directory");
+      raise(E.notCreated);
+    }
+    // From here the instance is taken (no await before this line since the state check).
+    const lease = ctx.leases.take(uidOwner(caller.uid), RECORDING);
+    const before = state;
+    setState("starting");
+    let fd: number;
+    try {
+      // A new file, the caller's: O_EXCL (never an existing file, FIFO or device),
+      // no symlink on the path, not the state directory; the kernel decides as for the caller.
+      fd = await ctx.files.open(caller, req.path, { write: true, create: "new" }, 0o644);
+    } catch (e) {
+      lease.release();
+      setState(before);
+      if (!(e instanceof PathRefused)) throw e;
+      log.warn({ path: req.path, reason: e.reason, errno: e.errno, uid: caller.uid }, "start refused: the output file cannot be created for the caller");
       raise(E.notCreated);
     }
     let pipeline: gst.Pipeline;
     try {
       pipeline = gst.Pipeline.parse(p.description);
-      pipeline.setProperty("sink", "location", req.path);
+      pipeline.setProperty("sink", "fd", String(fd));
     } catch (e) {
       log.warn({ err: e, description: p.description }, "start refused: the pipeline cannot be built");
+      closeFd(fd);
+      lease.release();
+      await removeOutput({ caller, path: req.path } as Recording);
+      setState(before);
       raise(E.notCreated);
     }
-    const existed = existsSync(req.path);
-    const r: Recording = { pipeline, path: req.path, kind: p.kind, cameraId: p.cameraId, eos: false, waiters: new Set() };
+    const r: Recording = { pipeline, path: req.path, caller, fd, lease, kind: p.kind, cameraId: p.cameraId, eos: false, waiters: new Set() };
     rec = r;
-    setState("starting");
     if (p.cameraStream) {
       try {
         r.feed = await openCamera(p.cameraStream);
@@ -274,6 +328,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
         log.warn({ err: e }, "start failed: the camera service's stream cannot be had");
         release(r);
         await r.closing;
+        await removeOutput(r);
         setState("idle");
         raise(E.loadFailed);
       }
@@ -298,7 +353,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       log.warn({ result, error: r.error, timedOut: !m && result !== gst.GST_STATE_CHANGE_FAILURE, description: p.description }, "start failed: the pipeline did not reach PLAYING");
       release(r);
       await r.closing;
-      if (!existed) rmSync(req.path, { force: true });
+      await removeOutput(r);
       setState("idle");
       raise(E.loadFailed);
     }
@@ -307,9 +362,10 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
     return ok();
   };
 
-  const stop = async () => {
+  const stop = async (caller: Caller) => {
     const r = rec;
     if (!r || (state !== "recording" && state !== "paused")) raise(E.alreadyUnloaded);
+    mayControl("stop", caller, r, E.unloadFailed);
     setState("stopping");
     try {
       if (r.error === undefined && !r.eos) {
@@ -325,10 +381,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
         raise(E.unloadFailed);
       }
       if (!release(r)) raise(E.releaseFailed);
-      let size = 0;
-      try {
-        size = statSync(r.path).size;
-      } catch {}
+      const size = r.written ?? 0;
       if (size === 0) {
         log.error({ path: r.path }, "stop: the output file is not there after the pipeline stopped");
         raise(E.releaseFailed);
@@ -343,18 +396,25 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
     }
   };
 
+  // The table's rule (root and devservices-record), or the board's accessGroup ("*": any caller).
+  const rule: AccessRule = options.accessGroup === "*" ? "any" : group(options.accessGroup);
+  const controls = ["start", "stop", "pause", "resume"] as const;
+
   return {
+    access: options.accessGroup !== DEFAULT_GROUP ? Object.fromEntries(controls.map((m) => [m, rule])) : undefined,
     handlers: {
-      start,
-      stop,
-      pause: () => {
+      start: (req, call) => start(req, call.caller),
+      stop: (_req, call) => stop(call.caller),
+      pause: (_req, call) => {
         if (state !== "recording" || !rec) raise(E.invalidState);
+        mayControl("pause", call.caller, rec, E.invalidState);
         if (rec.pipeline.setState(gst.GST_STATE_PAUSED) === gst.GST_STATE_CHANGE_FAILURE) raise(E.invalidState);
         setState("paused");
         return ok();
       },
-      resume: () => {
+      resume: (_req, call) => {
         if (state !== "paused" || !rec) raise(E.invalidState);
+        mayControl("resume", call.caller, rec, E.invalidState);
         if (rec.pipeline.setState(gst.GST_STATE_PLAYING) === gst.GST_STATE_CHANGE_FAILURE) raise(E.invalidState);
         setState("recording");
         return ok();
@@ -397,6 +457,7 @@ export default defineService({
     api,
     badRequest: (method) => raise2(row(BAD_REQUEST, method)),
     internalError: (method) => raise2(row(INTERNAL, method)),
+    denied,
   },
   create() {
     throw new Error("the recording pipeline is hosted as its instances (com.vendor.pipeline.record.<id>)");

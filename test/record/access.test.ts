@@ -1,0 +1,237 @@
+// The recording pipeline acts with the caller's rights: recording is for root and
+// devservices-record; the output file is a new file created by the caller (its uid
+// and groups, no symlink on the path, never the state directory), written by
+// GStreamer through its fd; a recording is the starting uid's (or root's) to pause,
+// resume and stop. The services run in their own process (`bun src/main.ts serve
+// record filecache`) on a private bus; callers are the shipped binary's `call` run
+// as other uids (setpriv).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawn, type Subprocess } from "bun";
+import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll } from "../helpers/harness";
+import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
+import { BusClient } from "../../src/bus/client";
+import type { Json } from "../../src/core/errors";
+import { ffprobe, AUDIO, MAIN, VIDEO } from "./env";
+import virtual from "../../recipes/boards/virtual.json" with { type: "json" };
+
+const GROUP = "devservices-record";
+/** uid 1 (daemon): another uid the bus daemon knows (it refuses uids without a passwd entry). */
+const NOBODY = 65534, OTHER = 1;
+const FC = "com.vendor.service.filecache";
+const skip = process.getuid?.() !== 0 ? "needs root (setpriv, chown)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
+if (skip) console.warn(`record access tests skipped: ${skip}`);
+
+const E1 = { returnValue: false, errorCode: 1, errorText: "recorder not created" };
+const E4 = { returnValue: false, errorCode: 4, errorText: "Fails to unload the recorder" };
+const E6 = { returnValue: false, errorCode: 6, errorText: "Invalid state" };
+const OK = { returnValue: true };
+const IMAGE = { videoSrc: "camera1", codec: "JPEG", width: 64, height: 48, quality: 50 };
+
+/** Every path under dir with its size and modification time, for "untouched" checks. */
+function tree(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      const st = lstatSync(p);
+      out.push(`${p} ${st.size} ${st.mtimeMs}`);
+      if (e.isDirectory()) walk(p);
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+describe.skipIf(skip !== null)("record: the caller's rights", () => {
+  let bus: PrivateBus;
+  let control: BusClient;
+  let dir: string, state: string, rootDir: string, pub: string, mine: string, app: string;
+  let gid: number;
+  let service: Subprocess;
+
+  beforeAll(async () => {
+    gid = Number(Bun.spawnSync(["sh", "-c", `getent group ${GROUP} || (groupadd --system ${GROUP} && getent group ${GROUP})`]).stdout.toString().trim().split(":")[2]);
+    bus = await startPrivateBus();
+    openBusToAll(bus.address);
+    dir = mkdtempSync(join(tmpdir(), "record-access-"));
+    app = binaryForAnyUser(dir);
+    state = join(dir, "state");
+    rootDir = join(dir, "root");
+    pub = join(dir, "pub");
+    mine = join(dir, "mine");
+    for (const d of [state, rootDir, pub, mine]) mkdirSync(d, { mode: 0o755 });
+    chmodSync(pub, 0o1777); // like /tmp: anyone creates, only owners replace
+    chownSync(mine, NOBODY, NOBODY);
+    writeFileSync(join(pub, "root.mp4"), "root's file\n");
+    writeFileSync(join(rootDir, "root.mp4"), "root's file\n");
+    // The virtual board with two containers that seek back in their file: MP4 without fragments, Matroska.
+    const board = join(dir, "board.json");
+    writeFileSync(board, JSON.stringify({
+      ...virtual,
+      record: { ...virtual.record, formats: { MOV: { muxer: "mp4mux", codecs: ["H264", "AAC"] }, MKV: { muxer: "matroskamux", codecs: ["H264", "AAC"] } } },
+    }));
+    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "record", "filecache", "--bus", bus.address, "--board", board, "--state-dir", state, "--log-level", "warn"], {
+      cwd: rootDir, stdin: "ignore", stdout: "ignore", stderr: "inherit",
+    });
+    control = await BusClient.connect(bus.address);
+    await eventually(async () => (await control.hasOwner(MAIN)) && (await control.hasOwner(FC)), 20000, 50);
+  }, 30000);
+
+  afterAll(async () => {
+    control?.close();
+    service?.kill("SIGKILL");
+    await service?.exited;
+    await bus?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function callAs(uid: number, groups: number[], method: string, payload: Json = {}): Promise<Json> {
+    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
+      app, "call", "--bus", bus.address, `${MAIN}/${method}`, JSON.stringify(payload)], {
+      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
+    });
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    if (code !== 0) throw new Error(`call as ${uid} failed (${code}): ${err}`);
+    return JSON.parse(out);
+  }
+  const member = (method: string, payload: Json = {}) => callAs(NOBODY, [gid], method, payload);
+
+  /** Recordings always end: a test that failed midway leaves the instance idle for the next. */
+  const idle = async () => {
+    const r = await control.call(MAIN, "stop", {});
+    expect([true, 3]).toContain(r.returnValue === true ? true : (r.errorCode as number));
+  };
+
+  test("without devservices-record a uid may not start (1), pause, resume (6) or stop (4) a recording; nothing is written", async () => {
+    const path = join(mine, "nobody.mp4");
+    try {
+      expect(await callAs(NOBODY, [], "start", { video: VIDEO, format: "MP4", path })).toEqual(E1);
+      expect(await callAs(NOBODY, [], "start", { video: VIDEO, format: "MP4", path: join(pub, "root.mp4") })).toEqual(E1);
+      expect(readdirSync(mine)).toEqual([]);
+      expect(readFileSync(join(pub, "root.mp4"), "utf8")).toBe("root's file\n");
+      // A recording of root's: the uid cannot touch it.
+      expect(await control.call(MAIN, "start", { image: IMAGE, format: "JPEG", path: join(dir, "root-still.jpg") })).toEqual(OK);
+      expect(await callAs(NOBODY, [], "pause")).toEqual(E6);
+      expect(await callAs(NOBODY, [], "resume")).toEqual(E6);
+      expect(await callAs(NOBODY, [], "stop")).toEqual(E4);
+      // Watching stays open to every caller.
+      expect(await callAs(NOBODY, [], "subscribe", { subscribe: false })).toEqual({ returnValue: false, errorCode: 7, errorText: "Subscription add fail" });
+      expect(await control.call(MAIN, "stop", {})).toEqual(OK);
+    } finally {
+      await idle();
+    }
+  }, 60000);
+
+  test("with the group: root's files, root's directory, the state directory, relative paths and symlinks are 1 and untouched; the caller's own file is a new file of the caller's", async () => {
+    const stateBefore = tree(state);
+    expect(stateBefore.some((l) => l.includes("/filecache/"))).toBe(true);
+    symlinkSync(rootDir, join(mine, "to-root"));
+    symlinkSync(join(pub, "root.mp4"), join(mine, "link.mp4"));
+    const start = (path: string) => member("start", { video: VIDEO, format: "MP4", path });
+    try {
+      expect(await start(join(pub, "root.mp4"))).toEqual(E1); // root's file in a directory anyone writes
+      expect(await start(join(rootDir, "root.mp4"))).toEqual(E1); // root's file
+      expect(await start(join(rootDir, "new.mp4"))).toEqual(E1); // a new file in root's directory
+      expect(await start(join(state, "new.mp4"))).toEqual(E1); // the state directory
+      for (const f of readdirSync(join(state, "filecache"))) expect(await start(join(state, "filecache", f))).toEqual(E1);
+      expect(await start("relative.mp4")).toEqual(E1); // relative: not against the service's directory
+      expect(await start(join(mine, "to-root", "new.mp4"))).toEqual(E1); // through a symlinked directory
+      expect(await start(join(mine, "link.mp4"))).toEqual(E1); // a symlink to root's file
+      expect(await start(`${mine}/../root/new.mp4`)).toEqual(E1);
+      expect(readFileSync(join(pub, "root.mp4"), "utf8")).toBe("root's file\n");
+      expect(readFileSync(join(rootDir, "root.mp4"), "utf8")).toBe("root's file\n");
+      expect(readdirSync(rootDir).sort()).toEqual(["root.mp4"]);
+      expect(tree(state)).toEqual(stateBefore);
+
+      // The caller's directory: a new file, the caller's, that plays.
+      const path = join(mine, "mine.mp4");
+      expect(await start(path)).toEqual(OK);
+      expect(statSync(path).uid).toBe(NOBODY);
+      await Bun.sleep(800);
+      // Another uid of the group cannot pause or stop it; root can pause it.
+      expect(await callAs(OTHER, [gid], "pause")).toEqual(E6);
+      expect(await callAs(OTHER, [gid], "stop")).toEqual(E4);
+      expect(await control.call(MAIN, "pause", {})).toEqual(OK);
+      expect(await member("resume")).toEqual(OK);
+      await Bun.sleep(500);
+      expect(await member("stop")).toEqual(OK);
+      const p = ffprobe(path);
+      expect(p.streams.map((s) => s.codec_name)).toEqual(["h264"]);
+      expect(p.duration).toBeGreaterThan(0.5);
+      // An existing file is never replaced, the caller's own included.
+      expect(await start(path)).toEqual(E1);
+      expect(ffprobe(path).duration).toBe(p.duration);
+      // The filecache still starts on its database (it was never written).
+      expect((await control.call(FC, "GetCacheStatus", {})).returnValue).toBe(true);
+    } finally {
+      await idle();
+      rmSync(join(mine, "to-root"));
+      rmSync(join(mine, "link.mp4"));
+    }
+  }, 90000);
+
+  test("containers that seek in their file (mp4mux without fragments, matroskamux) write the caller's file through its fd", async () => {
+    try {
+      for (const [format, file] of [["MOV", "plain.mp4"], ["MKV", "rec.mkv"]] as const) {
+        const path = join(mine, file);
+        expect(await member("start", { video: VIDEO, audio: AUDIO, format, path })).toEqual(OK);
+        await Bun.sleep(1200);
+        expect(await member("stop")).toEqual(OK);
+        expect(statSync(path).uid).toBe(NOBODY);
+        const p = ffprobe(path);
+        expect(p.streams.map((s) => s.codec_name).sort()).toEqual(["aac", "h264"]);
+        expect(p.duration).toBeGreaterThan(0.9);
+        expect(p.duration).toBeLessThan(1.8);
+      }
+      // mp4mux without fragments wrote its index (moov) after the media, then went back
+      // through the fd to write the media box's size: the top-level boxes tile the file.
+      const mp4 = readFileSync(join(mine, "plain.mp4"));
+      const boxes: string[] = [];
+      let off = 0;
+      while (off + 8 <= mp4.length) {
+        let size = mp4.readUInt32BE(off);
+        if (size === 1) size = Number(mp4.readBigUInt64BE(off + 8));
+        boxes.push(mp4.toString("latin1", off + 4, off + 8));
+        if (size < 8) break;
+        off += size;
+      }
+      expect(off).toBe(mp4.length);
+      expect(boxes.filter((b) => b !== "free")).toEqual(["ftyp", "mdat", "moov"]);
+    } finally {
+      await idle();
+    }
+  }, 60000);
+
+  test("a directory swapped with a symlink to a directory of root's while start writes there: root's directory is never written", async () => {
+    const outside = join(dir, "outside");
+    mkdirSync(outside, { mode: 0o755 });
+    // Another process of the caller's uid swaps mine/swap between a directory and a symlink.
+    const swapper = spawn(
+      ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "sh", "-c",
+        `cd '${mine}' && while :; do mkdir swap 2>/dev/null; sleep 0.01; rm -rf swap; ln -s '${outside}' swap 2>/dev/null; sleep 0.01; rm -f swap; done`],
+      { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
+    );
+    let started = 0, refused = 0;
+    try {
+      const end = Date.now() + 15000;
+      for (let i = 0; i < 40 && Date.now() < end; i++) {
+        const r = await member("start", { image: IMAGE, format: "JPEG", path: join(mine, "swap", `still-${i}.jpg`) });
+        if (r.returnValue === true) {
+          started++;
+          await member("stop");
+        } else refused++;
+        expect(readdirSync(outside)).toEqual([]);
+      }
+    } finally {
+      swapper.kill("SIGKILL");
+      await swapper.exited;
+      await idle();
+    }
+    console.log(`start into a swapped directory: ${started} started, ${refused} refused`);
+    expect(started + refused).toBeGreaterThan(10);
+    expect(readdirSync(outside)).toEqual([]);
+  }, 60000);
+});
