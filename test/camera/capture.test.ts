@@ -129,3 +129,27 @@ test("preview: a configured window (106 otherwise), capture while previewing, th
   expect(await c.call("close", { handle: h2 })).toEqual({ returnValue: true });
   await sub.cancel();
 });
+
+test("names an image may take are bounded (captureNameTries): past them the capture is 39 and nothing is replaced", async () => {
+  const env = await cameraEnv({ captureNameTries: 2 });
+  try {
+    const handle = (await env.call("open", { id: "camera1" })).handle as number;
+    expect((await env.call("startCamera", { handle })).returnValue).toBe(true);
+    // The first two names of this second and the next few are taken.
+    const { pictureBase } = await import("../../src/services/camera/service");
+    const taken: string[] = [];
+    for (let s = 0; s < 4; s++) {
+      const base = pictureBase(new Date(Date.now() + s * 1000));
+      for (const f of [`${base}.jpg`, `${base}-1.jpg`]) {
+        writeFileSync(join(env.captureDir, f), "taken");
+        taken.push(f);
+      }
+    }
+    expect(await env.call("capture", { handle, path: env.captureDir })).toEqual(err(39, "Fail to write file"));
+    expect(readdirSync(env.captureDir).sort()).toEqual(taken.sort());
+    for (const f of taken) expect(readFileSync(join(env.captureDir, f), "utf8")).toBe("taken");
+    expect(await env.call("stopCamera", { handle })).toEqual({ returnValue: true });
+  } finally {
+    await env.stop();
+  }
+});

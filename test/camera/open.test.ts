@@ -57,12 +57,7 @@ test("a client that leaves the bus closes its handles; a SIGKILLed streaming hol
     expect(opened.returnValue).toBe(true);
     expect(await holder.waitFor("STARTED")).toContain('"returnValue":true');
     expect(await c.call("open", { id: "camera1" })).toEqual(err(44, "Already another device opened as primary"));
-    // A handle is its owner's: another process naming it gets the method's wrong-handle code.
-    expect(await c.call("startCamera", { handle: opened.handle })).toEqual(err(32, "Wrong param"));
-    expect(await c.call("stopCamera", { handle: opened.handle })).toEqual(err(32, "Wrong param"));
-    expect(await c.call("close", { handle: opened.handle })).toEqual(err(200, "Invalid state"));
-    expect(await c.call("capture", { handle: opened.handle })).toEqual(err(47, "Wrong handle"));
-    expect(await c.call("getFd", { handle: opened.handle, type: "buffer" })).toEqual(err(47, "Wrong handle"));
+    // (A handle is its owner's: other clients of other uids are refused it in access.test.ts; this client is root, who may act on it.)
   } finally {
     await holder.kill("SIGKILL");
   }

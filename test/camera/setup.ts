@@ -1,6 +1,7 @@
 // Shared set-up of the camera tests: a private bus and the camera service on the
-// virtual board, one fixed camera plus a plug directory for hotplug.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+// virtual board, one fixed camera plus a plug directory for hotplug, and a directory
+// for captures (outside the state directory, which no client may name).
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testEnv, type Env } from "../helpers/harness";
@@ -21,8 +22,7 @@ export interface CameraEnv {
 export async function cameraEnv(config: Json = {}): Promise<CameraEnv> {
   const env = await testEnv();
   const plugDir = mkdtempSync(join(tmpdir(), "camera-plug-"));
-  const captureDir = join(env.stateDir, "pictures");
-  mkdirSync(captureDir);
+  const captureDir = mkdtempSync(join(tmpdir(), "camera-pictures-"));
   await env.start(["camera2"], {
     serviceConfig: { camera2: { plugDir, windows: ["window0"], ...config } },
   } as any);
@@ -36,6 +36,7 @@ export async function cameraEnv(config: Json = {}): Promise<CameraEnv> {
     async stop() {
       await env.stop();
       rmSync(plugDir, { recursive: true, force: true });
+      rmSync(captureDir, { recursive: true, force: true });
     },
   };
 }

@@ -3,6 +3,10 @@
 // described where they are decided (docs/decisions/camera.md).
 import { z } from "zod";
 import type { Api } from "../../core/service";
+import { group } from "../../core/access";
+
+/** Root or members of this group may open a camera (configurable: accessGroup; "*": any caller). */
+export const DEFAULT_GROUP = "devservices-camera";
 
 const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
 const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure]);
@@ -126,6 +130,7 @@ export const api = {
       "Opens a camera: mode primary (default; may change settings and stream, one per camera) or secondary (reads settings and an existing stream). appId, when given, must be permitted.",
     request: () => z.looseObject({ id, mode: z.string().optional(), appId: z.string().optional() }),
     response: () => answer({ handle: z.number() }),
+    access: group(DEFAULT_GROUP),
     level: 11,
   },
   setFormat: {

@@ -3,14 +3,16 @@
 // camera2... kept while they stay plugged; a handle is a lease (the primary one
 // exclusive per camera), so a client that leaves the bus closes its handles. One
 // stream per camera writes its frames into a ring in shared memory (ring.ts), read
-// by clients with reader.ts or camera_shm.h. Choices where the spec is silent:
-// docs/decisions/camera.md.
-import { accessSync, constants as fsc, existsSync, mkdirSync, statSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+// by clients with reader.ts or camera_shm.h. Opening a camera is for root and the
+// access group; capture files are created with the caller's rights (ctx.files); a
+// handle is used only by whom the lease registry lets act on it. Choices where the
+// spec is silent: docs/decisions/camera.md.
+import { accessSync, constants as fsc, mkdirSync, openSync, rmSync, statSync, write as fsWrite } from "node:fs";
 import { join } from "node:path";
 import { ok, raise, type ErrorRow } from "../../core/errors";
-import { defineService, FdReply, type Caller } from "../../core/service";
+import { defineService, FdReply, PathRefused, type Caller } from "../../core/service";
 import { LeaseConflict, type Lease } from "../../core/leases";
+import { allowed, describeRule, group, type AccessRule } from "../../core/access";
 import { closeFd, libc } from "../../ffi/libc";
 import {
   addSeals, eventfd, eventfdSignal, F_SEAL_FUTURE_WRITE, F_SEAL_GROW, F_SEAL_SHRINK, ftruncate, IPC_CREAT, IPC_EXCL, memfdCreate,
@@ -18,7 +20,7 @@ import {
 } from "../../ffi/shm";
 import { fourcc } from "../../ffi/v4l2";
 import * as tj from "../../ffi/turbojpeg";
-import { api, PROPERTY_NAMES } from "./schemas";
+import { api, DEFAULT_GROUP, PROPERTY_NAMES } from "./schemas";
 import { E, badHandle } from "./errors";
 import { loadCameraOptions, type CameraOptionsT } from "./config";
 import { ringSize, RingWriter } from "./ring";
@@ -54,8 +56,11 @@ interface Handle {
   handle: number;
   camera: Camera;
   owner: string;
+  uid: number;
   pid: number;
   primary: boolean;
+  /** The lease key (the camera's primary key, or one of its own for a secondary handle). */
+  key: string;
   lease?: Lease<unknown>;
 }
 
@@ -79,6 +84,11 @@ interface Stream {
 /** Frames of a stream being written to files (capture, startCapture). */
 interface CaptureJob {
   dir: string;
+  /** Whose rights create the files (a directory the caller named); none: the configured directory, the service's. */
+  caller?: Caller;
+  /** The name base of the last file and the next suffix to try with it. */
+  base: string;
+  next: number;
   /** Frames still wanted (Infinity: until stopped). */
   remaining: number;
   continuous: boolean;
@@ -119,6 +129,15 @@ export function autoContrast(yuyv: Uint8Array, length: number): void {
   for (let i = 0; i < length; i += 2) yuyv[i] = lut[yuyv[i]!]!;
 }
 
+/** Writes all of data to fd (off the main thread). */
+async function writeAll(fd: number, data: Uint8Array): Promise<void> {
+  for (let off = 0; off < data.length; ) {
+    const n = await new Promise<number>((resolve, reject) => fsWrite(fd, data, off, data.length - off, null, (e, w) => (e ? reject(e) : resolve(w))));
+    if (n <= 0) throw new Error("short write");
+    off += n;
+  }
+}
+
 function writableDir(dir: string): boolean {
   try {
     if (!statSync(dir).isDirectory()) return false;
@@ -151,6 +170,7 @@ export default defineService({
       : new VirtualBackend({ cameras: o.virtualCameras, plugDir: o.plugDir, log: ctx.log });
     const captureDir = o.captureDir ?? join(ctx.stateDir, "captures");
     mkdirSync(captureDir, { recursive: true });
+    const openRule: AccessRule = o.accessGroup === "*" ? "any" : group(o.accessGroup);
 
     const cameras = new Map<string, Camera>();
     const byKey = new Map<string, Camera>();
@@ -226,10 +246,25 @@ export default defineService({
       ctx.log.info({ id: cam.id, handle: h.handle, owner: h.owner, why }, "camera handle closed");
     };
 
-    /** The caller's handle: its own connection, or another connection of the same process (getFd's). */
+    /**
+     * Whether caller may use h: whom the lease registry lets act on its lease (its
+     * connection, or root). getFd also answers another connection of the holder's own
+     * process (same pid and uid, while the holder is connected): a client's fd replies
+     * come over a second connection (BusClient.callForFd).
+     */
+    const mayUse = (h: Handle, caller: Caller, method: string): boolean => {
+      if (!h.lease?.active) return false;
+      if (ctx.leases.forActor(caller, h.key) === h.lease) return true;
+      return method === "getFd" && h.pid > 0 && caller.pid === h.pid && caller.uid === h.uid;
+    };
+
+    /** The handle n, when caller may use it (else the method's wrong-handle code). */
     const handleOf = (method: string, n: number, caller: Caller, opts: { primary?: boolean; present?: boolean } = {}): Handle => {
       const h = handles.get(n);
-      if (!h || (h.owner !== caller.name && !(h.pid > 0 && h.pid === caller.pid))) raise(badHandle(method));
+      if (!h || !mayUse(h, caller, method)) {
+        if (h) ctx.log.warn({ method, handle: n, caller: caller.name, uid: caller.uid, holder: h.owner }, "refused: the handle is another client's");
+        raise(badHandle(method));
+      }
       if (opts.primary && !h.primary) raise(badHandle(method));
       if ((opts.present ?? true) && h.camera.gone) raise(E.noDevice);
       return h;
@@ -349,10 +384,12 @@ export default defineService({
     };
 
     // ---- capture ---------------------------------------------------------------------
-    const newJob = (dir: string, count: number, continuous: boolean): CaptureJob => {
+    const newJob = (target: { dir: string; caller?: Caller }, count: number, continuous: boolean): CaptureJob => {
       let finish!: () => void;
       const done = new Promise<void>((r) => (finish = r));
-      return { dir, remaining: count, continuous, files: [], queue: [], busy: false, ended: false, done, finish, lastFrameAt: Date.now() };
+      return {
+        ...target, base: "", next: 0, remaining: count, continuous, files: [], queue: [], busy: false, ended: false, done, finish, lastFrameAt: Date.now(),
+      };
     };
 
     const endJob = (s: Stream, job: CaptureJob) => {
@@ -372,17 +409,33 @@ export default defineService({
       if (!job.busy) void drain(s, job);
     };
 
-    const usedNames = new Set<string>();
-    const nextPath = (dir: string): string => {
+    /**
+     * Creates the next picture file of a job (O_EXCL: never an existing file; the
+     * caller's directory with the caller's rights, no symlink on the path). Answers
+     * its path and fd, or throws the error row the capture answers.
+     */
+    const createPicture = async (job: CaptureJob): Promise<{ path: string; fd: number }> => {
       const base = pictureBase();
-      for (let i = 0; ; i++) {
-        const p = join(dir, i === 0 ? `${base}.jpg` : `${base}-${i}.jpg`);
-        if (!usedNames.has(p) && !existsSync(p)) {
-          usedNames.add(p);
-          setTimeout(() => usedNames.delete(p), 2000);
-          return p;
+      if (base !== job.base) {
+        job.base = base;
+        job.next = 0;
+      }
+      for (let tries = 0; tries < o.captureNameTries; tries++) {
+        const i = job.next++;
+        const path = join(job.dir, i === 0 ? `${base}.jpg` : `${base}-${i}.jpg`);
+        try {
+          if (job.caller) return { path, fd: await ctx.files.open(job.caller, path, { write: true, create: "new" }, 0o644) };
+          return { path, fd: openSync(path, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o644) };
+        } catch (e) {
+          const exists = e instanceof PathRefused ? e.reason === "exists" : (e as NodeJS.ErrnoException).code === "EEXIST";
+          if (exists) continue;
+          ctx.log.warn({ path, reason: e instanceof PathRefused ? e.reason : (e as Error).message, uid: job.caller?.uid }, "a capture file cannot be created");
+          const reason = e instanceof PathRefused ? e.reason : "";
+          throw reason === "nospace" || reason === "other" || !job.caller ? E.writeFile : E.cannotWrite;
         }
       }
+      ctx.log.warn({ dir: job.dir, base, tries: o.captureNameTries }, "no free name for a capture file");
+      throw E.writeFile;
     };
 
     const drain = async (s: Stream, job: CaptureJob) => {
@@ -399,14 +452,25 @@ export default defineService({
           job.error = E.unknown;
           break;
         }
-        const path = nextPath(job.dir);
+        let file: { path: string; fd: number };
         try {
-          await writeFile(path, jpeg);
-          job.files.push(path);
+          file = await createPicture(job);
         } catch (e) {
-          ctx.log.error({ err: e, path }, "writing a capture failed");
-          job.error = E.writeFile;
+          job.error = (e as ErrorRow).code !== undefined ? (e as ErrorRow) : E.writeFile;
           break;
+        }
+        try {
+          await writeAll(file.fd, jpeg);
+          job.files.push(file.path);
+        } catch (e) {
+          ctx.log.error({ err: e, path: file.path }, "writing a capture failed");
+          job.error = E.writeFile;
+          // The file this capture created is not left half written.
+          if (job.caller) await ctx.files.unlink(job.caller, file.path).catch(() => {});
+          else rmSync(file.path, { force: true });
+          break;
+        } finally {
+          closeFd(file.fd);
         }
       }
       job.busy = false;
@@ -417,19 +481,50 @@ export default defineService({
       if (job.ended || job.remaining <= 0) job.finish();
     };
 
-    const captureDirOf = (path: string | undefined): string => {
-      const dir = path ?? captureDir;
-      if (!writableDir(dir)) raise(E.cannotWrite);
-      return dir;
+    /**
+     * Where a capture writes: the directory the caller named, when the caller may
+     * create files there (an absolute path without . or .., not the state
+     * directory; the kernel's answer for the caller), or the configured directory.
+     * Each file is then created with the caller's rights (createPicture).
+     */
+    const captureTarget = async (path: string | undefined, caller: Caller): Promise<{ dir: string; caller?: Caller }> => {
+      if (path === undefined) {
+        if (!writableDir(captureDir)) raise(E.cannotWrite);
+        return { dir: captureDir };
+      }
+      let dir: string;
+      let may = false;
+      try {
+        dir = ctx.files.check(path);
+        may = await ctx.files.may(caller, dir, "wx");
+      } catch (e) {
+        ctx.log.warn({ path, reason: e instanceof PathRefused ? e.reason : String(e), uid: caller.uid }, "capture refused: the path");
+        raise(E.cannotWrite);
+      }
+      if (!may) {
+        ctx.log.warn({ path, uid: caller.uid }, "capture refused: the caller may not create files there");
+        raise(E.cannotWrite);
+      }
+      return { dir, caller };
     };
 
     const formatName = (f: string): FormatName => (f === "YUV" || f === "JPEG" ? f : raise(E.unsupportedFormat));
 
-    const solutionsCamera = (method: string, req: { handle?: number; id?: string }, caller: Caller): Camera => {
-      if (req.handle !== undefined) return handleOf(method, req.handle, caller).camera;
+    /**
+     * The camera of a solutions call. Changing solutions changes the frames every
+     * reader gets: that is the primary handle's (a camera named by ID: the caller must
+     * hold its primary handle, 47 otherwise; 11 when nobody has it open as primary).
+     */
+    const solutionsCamera = (method: string, req: { handle?: number; id?: string }, caller: Caller, change = false): Camera => {
+      if (req.handle !== undefined) return handleOf(method, req.handle, caller, { primary: change }).camera;
       if (req.id === undefined) raise(E.wrongParam);
       const cam = cameras.get(req.id) ?? raise(E.wrongParam);
       if (!cam.dev) raise(E.notOpened);
+      if (change) {
+        const l = ctx.leases.forActor(caller, `${cam.id}/primary`);
+        if (l === "free") raise(E.notOpened);
+        if (l === "others") raise(E.wrongHandle);
+      }
       return cam;
     };
 
@@ -438,15 +533,21 @@ export default defineService({
     const unwatch = backend.watch(refresh);
     ctx.log.info({ backend: backend.kind, cameras: deviceList(), jpeg: tj.available() }, "camera service ready");
 
+    // The table's rule (root and devservices-camera), another group or any caller
+    // (accessGroup), and with appIds also the appId a caller passes.
+    const appIds = o.appIds;
+    const access = appIds
+      ? {
+        open: {
+          test: async (caller: Caller, req: { appId?: string }) =>
+            (await allowed(openRule, caller, req)) && (req.appId === undefined || appIds.includes(req.appId)),
+          describe: `${describeRule(openRule)}, passing no appId or one of ${appIds.join(", ")}`,
+        },
+      }
+      : o.accessGroup !== DEFAULT_GROUP ? { open: openRule } : undefined;
+
     return {
-      access: o.appIds
-        ? {
-          open: {
-            test: (_caller: Caller, req: { appId?: string }) => req.appId === undefined || o.appIds!.includes(req.appId),
-            describe: `callers whose appId is one of ${o.appIds.join(", ")}`,
-          },
-        }
-        : undefined,
+      access,
 
       async stop() {
         unwatch();
@@ -484,8 +585,10 @@ export default defineService({
           const cam = cameras.get(req.id) ?? raise(E.noDevice);
           const mode = req.mode ?? "primary";
           if (mode !== "primary" && mode !== "secondary") raise(E.parsing);
-          const h: Handle = { handle: nextHandle++, camera: cam, owner: call.caller.name, pid: call.caller.pid, primary: mode === "primary" };
-          const key = h.primary ? `${cam.id}/primary` : `${cam.id}/secondary/${h.handle}`;
+          const n = nextHandle++;
+          const primary = mode === "primary";
+          const key = primary ? `${cam.id}/primary` : `${cam.id}/secondary/${n}`;
+          const h: Handle = { handle: n, camera: cam, owner: call.caller.name, uid: call.caller.uid, pid: call.caller.pid, primary, key };
           try {
             h.lease = ctx.leases.take(call.caller.name, key, {
               exclusive: true,
@@ -637,10 +740,13 @@ export default defineService({
           const h = handleOf("capture", req.handle, call.caller, { primary: true });
           const nimage = req.nimage ?? 1;
           if (!Number.isInteger(nimage) || nimage < 1 || nimage > 30) raise(E.outOfRange, { errorText: `${E.outOfRange.text}: nimage is 1 to 30` });
+          if (!h.camera.stream) raise(E.notStarted);
+          const target = await captureTarget(req.path, call.caller);
+          // The handle or its stream may have gone while the path was checked.
+          if (!handles.has(h.handle)) raise(badHandle("capture"));
           const s = h.camera.stream ?? raise(E.notStarted);
-          const dir = captureDirOf(req.path);
           if (s.format.format === "YUV" && !tj.available()) raise(E.unsupportedFormat, { errorText: `${E.unsupportedFormat.text}: no JPEG encoder (libturbojpeg) on this system` });
-          const job = newJob(dir, nimage, false);
+          const job = newJob(target, nimage, false);
           s.jobs.add(job);
           const watchdog = setInterval(() => {
             if (Date.now() - job.lastFrameAt > o.frameTimeoutMs && !job.busy) {
@@ -658,7 +764,7 @@ export default defineService({
           return ok({ path: job.files });
         },
 
-        startCapture(req, call) {
+        async startCapture(req, call) {
           const h = handleOf("startCapture", req.handle, call.caller, { primary: true });
           const s = h.camera.stream ?? raise(E.notStarted);
           const p = req.params;
@@ -668,13 +774,16 @@ export default defineService({
           if (burst && (!Number.isInteger(p.nimage) || p.nimage! < 1 || p.nimage! > 30)) raise(E.outOfRange);
           const fmt = formatName(p.format);
           if (fmt !== s.format.format || p.width !== s.format.width || p.height !== s.format.height) raise(E.formatUnsupported);
-          const dir = captureDirOf(req.path);
+          if ([...s.jobs].some((j) => j.continuous || j.remaining > 0)) raise(E.alreadyStarted);
+          const target = await captureTarget(req.path, call.caller);
+          // What may have changed while the path was checked: the stream, another startCapture.
+          if (!handles.has(h.handle) || h.camera.stream !== s) raise(E.notStarted);
           if ([...s.jobs].some((j) => j.continuous || j.remaining > 0)) raise(E.alreadyStarted);
           if (fmt === "YUV" && !tj.available()) raise(E.unsupportedFormat);
-          const job = newJob(dir, burst ? p.nimage! : Infinity, !burst);
+          const job = newJob(target, burst ? p.nimage! : Infinity, !burst);
           s.jobs.add(job);
           captures.set(h, { stream: s, job });
-          return ok({ path: dir });
+          return ok({ path: target.dir });
         },
 
         async stopCapture(req, call) {
@@ -695,7 +804,7 @@ export default defineService({
         },
 
         setSolutions(req, call) {
-          const cam = solutionsCamera("setSolutions", req, call.caller);
+          const cam = solutionsCamera("setSolutions", req, call.caller, true);
           for (const s of req.solutions) {
             const known = SOLUTIONS[s.name] ?? raise(E.wrongParam, { errorText: `${E.wrongParam.text}: no solution ${s.name}` });
             if (s.params.enable && !known.supported) raise(E.wrongParam, { errorText: `${E.wrongParam.text}: ${s.name} needs a model this board does not have` });
