@@ -71,6 +71,14 @@ export function callerFiles(own: string[]): CallerFiles {
         throw refused(path, e);
       }
     },
+    async rmdir(caller, path) {
+      const p = check(path);
+      try {
+        await fsx.unlinkAs(as(caller), p, true);
+      } catch (e) {
+        throw refused(path, e);
+      }
+    },
     async mkdir(caller, path, mode = 0o755) {
       const p = check(path);
       try {

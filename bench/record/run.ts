@@ -74,7 +74,7 @@ async function serviceRound(i: number) {
 
 async function gstRound(i: number) {
   const path = join(dir, `gst-${i}.mp4`);
-  const gst = spawn(["gst-launch-1.0", "-q", "-e", ...`${description.replace("filesink name=sink", `filesink name=sink location=${path}`)}`.split(" ")], {
+  const gst = spawn(["gst-launch-1.0", "-q", "-e", ...`${description.replace("fdsink name=sink", `filesink name=sink buffer-mode=unbuffered location=${path}`)}`.split(" ")], {
     stdin: "ignore",
     stdout: "ignore",
     stderr: "inherit",

@@ -162,6 +162,8 @@ export interface CallerFiles {
   /** Opens path for the caller; resolves with the fd (the service closes it). */
   open(caller: Caller, path: string, flags: OpenFlags, mode?: number): Promise<number>;
   unlink(caller: Caller, path: string): Promise<void>;
+  /** Removes an empty directory. */
+  rmdir(caller: Caller, path: string): Promise<void>;
   mkdir(caller: Caller, path: string, mode?: number): Promise<void>;
   /** Whether the caller may read (r), write (w) or search/execute (x) path: the kernel's answer. */
   may(caller: Caller, path: string, what: "r" | "w" | "x" | "rx" | "wx"): Promise<boolean>;

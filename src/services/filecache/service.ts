@@ -5,9 +5,8 @@
 // their subscription; an object's subscriptions are the topic objectKey(id).
 import { raise, ok, ServiceError, type Json } from "../../core/errors";
 import { defineService, type BadRequest, type Caller } from "../../core/service";
-import { group, describeRule, identityOf as callerIdentity, type AccessRule } from "../../core/access";
+import { group, describeRule, type AccessRule } from "../../core/access";
 import { mayAct, uidOwner } from "../../core/leases";
-import { unlinkAs } from "../../ffi/as-caller";
 import { api, TYPE_GROUP } from "./schemas";
 import { E, BAD_REQUEST_CODE } from "./errors";
 import { loadConfig } from "./config";
@@ -99,7 +98,7 @@ export default defineService({
       create: (path) => ctx.files.open(caller, path, { write: true, create: "new" }, 0o644),
       mkdir: (path) => ctx.files.mkdir(caller, path, 0o755),
       // An empty directory a failed copy made: removed as the caller, by the same rules.
-      remove: (path, dir) => (dir ? unlinkAs(callerIdentity(caller), ctx.files.check(path), true) : ctx.files.unlink(caller, path)),
+      remove: (path, dir) => (dir ? ctx.files.rmdir(caller, path) : ctx.files.unlink(caller, path)),
     });
 
     /** The inserting subscription ended (cancel or disconnect): the write is complete. */

@@ -21,28 +21,15 @@ import { copyFile, cp, rm, chown, open as openFile, lstat, readdir } from "node:
 import { write as writeCb } from "node:fs";
 import { join } from "node:path";
 import { PathRefused, type Caller } from "../../../core/service";
+import { identityOf as callerIdentity } from "../../../core/access";
 import { closeFd } from "../../../ffi/libc";
 import { Inotify, IN_CLOSE_WRITE, IN_IGNORED, IN_ONLYDIR } from "../../../ffi/inotify";
 
-export interface Identity {
-  uid: number;
-  gid: number;
-  groups: number[];
-}
+export type Identity = ReturnType<typeof callerIdentity>;
 
-/** uid, gid and supplementary groups of a caller's process (null when unknown). */
+/** uid, gid and groups of a caller (the platform's identityOf), null when the bus did not say who it is. */
 export function identityOf(caller: Caller): Identity | null {
-  if (caller.uid === 0) return { uid: 0, gid: 0, groups: [] }; // root: nothing to hand over or check
-  if (caller.pid <= 0) return caller.uid >= 0 ? { uid: caller.uid, gid: -1, groups: [] } : null;
-  try {
-    const status = readFileSync(`/proc/${caller.pid}/status`, "utf8");
-    const field = (name: string) => (status.match(new RegExp(`^${name}:\\s*(.*)$`, "m"))?.[1] ?? "").trim();
-    const gid = Number(field("Gid").split(/\s+/)[1] ?? -1); // effective gid
-    const groups = field("Groups").split(/\s+/).filter(Boolean).map(Number);
-    return { uid: caller.uid, gid, groups };
-  } catch {
-    return caller.uid >= 0 ? { uid: caller.uid, gid: -1, groups: [] } : null;
-  }
+  return caller.uid < 0 ? null : callerIdentity(caller);
 }
 
 const runningAsRoot = process.getuid?.() === 0;
