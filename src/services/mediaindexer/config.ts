@@ -8,6 +8,8 @@ const absolute = z.string().refine(isAbsolute, "must be an absolute path");
 const seconds = (dflt: number) => z.number().nonnegative().default(dflt);
 export const PLUGIN_NAMES = ["storage", "msc", "upnp", "mtp"] as const;
 export type PluginName = (typeof PLUGIN_NAMES)[number];
+/** The table's rule for getMediaDbPermission (schemas.ts); permissionGroup may widen it. */
+export const PERMISSION_GROUP = "devservices-media";
 
 export const mediaIndexerOptions = (stateDir: string) =>
   z.object({
@@ -64,6 +66,8 @@ export const mediaIndexerOptions = (stateDir: string) =>
     mtpDetectInterval: seconds(10),
     /** Groups whose members may call getMediaDbPermission for another service (root always may). */
     grantGroups: z.array(z.string()).default([]),
+    /** The group whose members may call getMediaDbPermission at all (for themselves); "*": any caller. Root always may. */
+    permissionGroup: z.string().min(1).default(PERMISSION_GROUP),
   });
 
 export type MediaIndexerConfig = z.output<ReturnType<typeof mediaIndexerOptions>>;

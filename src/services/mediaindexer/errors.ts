@@ -20,6 +20,8 @@ export const E = {
   pluginUnavailable: (uri: string, why: string): ErrorRow => ({ code: -1, text: `Plugin unavailable: ${uri}: ${why}` }),
   deleteFailed: (why: string): ErrorRow => ({ code: -1, text: `Delete failed: ${why}` }),
   grantFailed: (why: string): ErrorRow => ({ code: -1, text: `Permission could not be granted: ${why}` }),
+  /** A caller without the rights the method needs (getMediaDbPermission outside its group or for another service; requestDelete of a file the caller may not delete). */
+  denied: (method: string): ErrorRow => ({ code: -1, text: `${method}: permission denied` }),
 } as const;
 
 /** Methods whose bad input is the spec's "was not handled" row; the others use the JSON parsing row. */

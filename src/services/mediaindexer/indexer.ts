@@ -2,6 +2,9 @@
 // device, queued and coalesced; counts per device; the plugin factory. The service
 // (service.ts) maps the spec's methods onto it and owns the subscriptions.
 import type { Logger } from "../../core/log";
+import type { Caller, CallerFiles } from "../../core/service";
+import { closeFd } from "../../ffi/libc";
+import { ownerFromJson, ownerToJson, restricted, rightsKey } from "./rights";
 import type { MediaIndexerConfig, PluginName } from "./config";
 import { PLUGIN_NAMES } from "./config";
 import { MediaStore } from "./backend/store";
@@ -16,6 +19,8 @@ export interface DeviceInfo {
   name: string;
   description: string;
   root: string;
+  /** Whose rights the device's scans have: the client whose requestMediaScan made it (absent: the service's own). */
+  owner?: Caller;
 }
 
 export interface Device extends DeviceInfo {
@@ -65,6 +70,8 @@ export interface IndexerEvents {
 }
 
 const LOCAL: PluginName[] = ["storage", "msc"];
+/** Devices of the local file system (their entries are files of directories). */
+export const isLocal = (d: { plugin: PluginName }) => LOCAL.includes(d.plugin);
 const emptyResult = (): ScanResult => ({ files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], unreadableDirs: 0, peakEntries: 0, ms: 0, aborted: true });
 const ERRNO_TEXT: Record<string, string> = {
   ENOSPC: "no space left on the file system",
@@ -94,10 +101,13 @@ export class Indexer {
     readonly store: MediaStore,
     readonly log: Logger,
     private readonly available: Partial<Record<PluginName, PluginFactory>>,
+    /** The file system with a caller's rights (ctx.files): scans of clients and of devices they made. */
+    readonly files?: CallerFiles,
   ) {
     this.scanner = new Scanner({
       store,
       log,
+      files,
       thumbnailDir: cfg.thumbnailDir,
       concurrency: cfg.scanConcurrency,
       batchFiles: cfg.scanBatchFiles,
@@ -109,7 +119,7 @@ export class Indexer {
       for (const row of store.devices()) {
         if (row.available) this.wasAvailable.add(row.uri);
         if (row.available) store.setAvailable(row.uri, false);
-        this.devices.set(row.uri, this.newDevice(row as DeviceInfo, false, counts.get(row.uri)));
+        this.devices.set(row.uri, this.newDevice({ ...(row as DeviceInfo), owner: ownerFromJson(row.owner) }, false, counts.get(row.uri)));
       }
     });
     for (const name of cfg.plugins) this.putPlugin(name);
@@ -117,7 +127,7 @@ export class Indexer {
 
   private newDevice(info: DeviceInfo, available: boolean, counts = [0, 0, 0]): Device {
     return {
-      uri: info.uri, plugin: info.plugin, name: info.name, description: info.description, root: info.root,
+      uri: info.uri, plugin: info.plugin, name: info.name, description: info.description, root: info.root, owner: info.owner,
       available, state: "idle", counts: [...counts], queued: new Map(), running: 0, chain: Promise.resolve(), abort: { aborted: false },
     };
   }
@@ -141,16 +151,17 @@ export class Indexer {
     return [...this.devices.values()].filter((d) => d.plugin === plugin).sort((a, b) => a.uri.localeCompare(b.uri));
   }
 
-  /** Adds or updates a device and sets its availability (persisted). */
+  /** Adds or updates a device and sets its availability (persisted). An owner in info replaces the device's; without one it is kept. */
   upsertDevice(info: DeviceInfo, available: boolean): Device {
     let dev = this.devices.get(info.uri);
     const was = dev?.available ?? false;
     if (!dev) this.devices.set(info.uri, (dev = this.newDevice(info, available)));
     Object.assign(dev, { name: info.name, description: info.description, root: info.root, plugin: info.plugin });
+    if ("owner" in info) dev.owner = info.owner;
     dev.available = available;
     if (available && !was) dev.abort = { aborted: false };
     if (!available && was) dev.abort.aborted = true;
-    this.store.putDevice({ ...info, available: available ? 1 : 0, lastSeen: Date.now() });
+    this.store.putDevice({ uri: info.uri, plugin: info.plugin, name: info.name, description: info.description, root: info.root, owner: ownerToJson(dev.owner), available: available ? 1 : 0, lastSeen: Date.now() });
     if (was !== available && LOCAL.includes(dev.plugin)) this.events.localDevice?.(dev, available);
     this.events.devicesChanged(true);
     return dev;
@@ -173,12 +184,16 @@ export class Indexer {
    * A scan of a local device is recorded in the database until it completes, so one
    * a crash (or a stop) interrupted is queued again at the next start (restore()).
    * `unwatched`: only the directories inotify does not watch are compared.
+   * `as`: the client the scan is for (its rights; a local device only); without it,
+   * the device owner's, or the service's own. Only scans with the same rights are joined.
    */
-  scan(dev: Device, sub = "", recursive = true, unwatched = false): Promise<ScanResult> {
+  scan(dev: Device, sub = "", recursive = true, unwatched = false, as?: Caller): Promise<ScanResult> {
     const plugin = this.factory.get(dev.plugin);
     if (!plugin) return Promise.resolve(emptyResult());
+    const rights = LOCAL.includes(dev.plugin) ? (restricted(as) ? as : as ? undefined : dev.owner) : undefined;
     const key = unwatched ? "U:" : `${recursive ? "R" : "D"}:${sub}`;
-    const joined = dev.queued.get("R:") ?? dev.queued.get(key);
+    const who = `#${rightsKey(rights)}`;
+    const joined = dev.queued.get(`R:${who}`) ?? dev.queued.get(key + who);
     if (joined) return joined;
     let record: number | undefined;
     if (LOCAL.includes(dev.plugin))
@@ -192,12 +207,12 @@ export class Indexer {
         return Promise.resolve(failed);
       }
     const p = dev.chain.then(async () => {
-      dev.queued.delete(key);
+      dev.queued.delete(key + who);
       if (!dev.available || this.closed) return emptyResult();
       dev.running++;
       const abort = dev.abort;
       try {
-        const r = await plugin.scan(dev, sub, recursive, abort, unwatched ? (rel) => !this.watchedDir(dev, rel) : undefined);
+        const r = await plugin.scan(dev, sub, recursive, abort, unwatched ? (rel) => !this.watchedDir(dev, rel) : undefined, rights);
         if (recursive && !r.aborted && (r.indexed || r.removed || r.failed || r.error || sub === ""))
           this.log.info(
             { device: dev.uri, sub: sub || undefined, files: r.files, indexed: r.indexed, unchanged: r.unchanged, removed: r.removed, failed: r.failed, unreadableDirs: r.unreadableDirs || undefined, errno: r.error?.code, ms: Math.round(r.ms), filesPerSecond: Math.round((r.files * 1000) / Math.max(r.ms, 1)), peakEntries: r.peakEntries },
@@ -224,7 +239,7 @@ export class Indexer {
         }
       }
     });
-    dev.queued.set(key, p);
+    dev.queued.set(key + who, p);
     dev.chain = p.catch(() => {});
     if (dev.state !== "scanning") {
       dev.state = "scanning";
@@ -265,7 +280,7 @@ export class Indexer {
     for (const dev of [...this.devices.values()]) {
       if (dev.plugin !== "storage" || !this.factory.has("storage") || dev.available) continue;
       if (!this.wasAvailable.has(dev.uri) && !pending.has(dev.uri)) continue;
-      const ok = await readableDir(dev.root);
+      const ok = await this.readable(dev.root, dev.owner);
       if (!ok || dev.available) continue;
       this.upsertDevice({ uri: dev.uri, plugin: dev.plugin, name: dev.name, description: dev.description, root: dev.root }, true);
       const keys = pending.get(dev.uri) ?? [];
@@ -278,10 +293,22 @@ export class Indexer {
     }
   }
 
-  /** The scan of a local device (storage, msc): the directory walker. */
-  scanLocal(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, guard?: () => Promise<boolean>, only?: (rel: string) => boolean) {
+  /** The scan of a local device (storage, msc): the directory walker, with the rights of `as` when given. */
+  scanLocal(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, guard?: () => Promise<boolean>, only?: (rel: string) => boolean, as?: Caller) {
     const roots = new Set(this.localDevices().filter((d) => d !== dev).map((d) => d.root));
-    return this.scanner.scan({ device: dev.uri, root: dev.root, sub, recursive, skip: (abs) => roots.has(abs), guard, only }, abort);
+    return this.scanner.scan({ device: dev.uri, root: dev.root, sub, recursive, skip: (abs) => roots.has(abs), guard, only, as }, abort);
+  }
+
+  /** Whether a directory can be read and searched: by `as` (opened with its rights, no symlink on the path), or by the service. */
+  async readable(dir: string, as?: Caller): Promise<boolean> {
+    if (!restricted(as)) return readableDir(dir);
+    if (!this.files) return false;
+    try {
+      closeFd(await this.files.open(as, dir, { read: true, directory: true }));
+      return await this.files.may(as, dir, "x");
+    } catch {
+      return false;
+    }
   }
 
   localDevices(): Device[] {

@@ -2,6 +2,8 @@
 // method of the spec's endpoint table, with the level each method exists from.
 import { z } from "zod";
 import { base, type Api } from "../../core/service";
+import { group } from "../../core/access";
+import { PERMISSION_GROUP } from "./config";
 
 const Response = z.looseObject(base);
 const subscribe = z.boolean().optional().describe("true: keep the call open for updates");
@@ -141,9 +143,10 @@ export const api = {
     level,
   },
   getMediaDbPermission: {
-    summary: "Grants the named service read access to the media database (POSIX ACL entries for the uid owning that bus name); callable by root, grantGroups members, or the named service itself.",
+    summary: "Grants the named service read access to the media database (POSIX ACL entries for the uid owning that bus name); callable by root and members of devservices-media (permissionGroup), for services they own; root and grantGroups members for any service.",
     request: () => z.looseObject({ serviceName: z.string().optional().describe("bus name (well-known or unique) of the service, or a user name (root callers)") }),
     response: () => Response,
+    access: group(PERMISSION_GROUP),
     level,
   },
   getPlugin: {

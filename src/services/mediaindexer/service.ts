@@ -4,18 +4,21 @@
 // spec's list, metadata, device, plugin, scan, delete and permission methods.
 // Design and the choices the spec leaves open: docs/decisions/mediaindexer.md.
 import { accessSync, constants, mkdirSync } from "node:fs";
-import { opendir, stat, unlink } from "node:fs/promises";
-import { dirname, isAbsolute, resolve as resolvePath } from "node:path";
+import { opendir, stat } from "node:fs/promises";
+import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path";
 import { ok, raise, type Json } from "../../core/errors";
-import { defineService, type Subscription, type Caller, type ServiceContext } from "../../core/service";
-import { callerGroups, groupId, type AccessRule } from "../../core/access";
+import { defineService, PathRefused, type Subscription, type Caller, type ServiceContext } from "../../core/service";
+import { callerGroups, group, groupId } from "../../core/access";
+import { closeFd } from "../../ffi/libc";
 import { api } from "./schemas";
 import { E, NOT_HANDLED_METHODS } from "./errors";
 import { loadConfig, PLUGIN_NAMES, type MediaIndexerConfig, type PluginName } from "./config";
 import { MediaStore } from "./backend/store";
 import { mediaType, extensionOf, KIND_CODE, BAD, type Kind } from "./backend/kinds";
 import { Slicer } from "./backend/scanner";
-import { Indexer, describeScan, type Device, type Monitor, type ScanOutcome } from "./indexer";
+import { Indexer, describeScan, isLocal, type Device, type Monitor, type ScanOutcome } from "./indexer";
+import { frozen, restricted } from "./rights";
+import type { MediaRow } from "./backend/store";
 import { sqliteErrno } from "./backend/failure";
 import type { ScanResult } from "./backend/scanner";
 import { listEntry, metadata } from "./format";
@@ -61,7 +64,15 @@ interface ListSub {
   count: number;
   /** Entries up to this seq were sent. */
   cursor: number;
+  /** The subscriber's rights, as at subscription: its entries are those of directories it may read. */
+  who: Caller;
 }
+
+/** Why a path a client named was refused, as an errno name (requestMediaScan's errno field). */
+const REFUSED_ERRNO: Record<PathRefused["reason"], string> = {
+  relative: "EINVAL", traversal: "EINVAL", own: "EACCES", denied: "EACCES", symlink: "ELOOP", exists: "EEXIST",
+  missing: "ENOENT", notdir: "ENOTDIR", isdir: "EISDIR", nospace: "ENOSPC", other: "EIO",
+};
 
 export default defineService({
   spec: {
@@ -87,6 +98,62 @@ export default defineService({
   async create(ctx) {
     const cfg = loadConfig(ctx.config, ctx.stateDir);
     const { store, ix } = openState(cfg, ctx);
+    let rightsFailureLogged = false;
+
+    /**
+     * Whether a caller may see the entries of a directory of a device: remote devices'
+     * entries yes; local ones when the kernel lets the caller read and search the
+     * directory (its uid and groups; ctx.files). One decision per directory for the
+     * length of one answer (`seen`).
+     */
+    const canSee = (who: Caller, seen: Map<string, Promise<boolean>>, deviceUri: string, dir: string): Promise<boolean> => {
+      const key = `${deviceUri}/${dir}`;
+      let v = seen.get(key);
+      if (v) return v;
+      const dev = ix.devices.get(deviceUri);
+      if (!dev) v = Promise.resolve(false);
+      else if (!isLocal(dev)) v = Promise.resolve(true);
+      else
+        v = ctx.files.may(who, dir ? join(dev.root, dir) : dev.root, "rx").catch((e) => {
+          if (!(e instanceof PathRefused) && !rightsFailureLogged) {
+            rightsFailureLogged = true;
+            ctx.log.warn({ err: (e as Error).message }, "cannot check a directory with a caller's rights; its entries are not listed");
+          }
+          return false;
+        });
+      seen.set(key, v);
+      return v;
+    };
+
+    /**
+     * Up to count entries of a kind after a seq that the caller may see, in index order.
+     * Directories it may not read are left out of the next query, so each further page
+     * is either full or met a directory not decided before. `last`: the seq the answer
+     * went up to (hidden entries included); `more`: count was reached.
+     */
+    const visibleRows = async (kind: Kind, after: number, count: number, device: string | undefined, who: Caller): Promise<{ rows: MediaRow[]; last: number; more: boolean }> => {
+      if (!restricted(who)) {
+        const rows = store.list(KIND_CODE[kind], after, count, device);
+        return { rows, last: rows.at(-1)?.seq ?? after, more: rows.length === count };
+      }
+      const seen = new Map<string, Promise<boolean>>();
+      const hidden = new Set<string>();
+      const out: MediaRow[] = [];
+      let cursor = after;
+      for (;;) {
+        const need = count - out.length;
+        const rows = store.listExcept(KIND_CODE[kind], cursor, need, device, [...hidden]);
+        if (!rows.length) return { rows: out, last: cursor, more: false };
+        const verdicts = await Promise.all(rows.map((r) => canSee(who, seen, r.device, r.dir)));
+        rows.forEach((r, i) => {
+          if (verdicts[i]) out.push(r);
+          else hidden.add(`${r.device}/${r.dir}`);
+        });
+        cursor = rows.at(-1)!.seq;
+        if (out.length === count) return { rows: out, last: cursor, more: true };
+        if (rows.length < need) return { rows: out, last: cursor, more: false };
+      }
+    };
     live.push(ix);
     const listSubs = new Map<Subscription, ListSub>();
     const watcher = cfg.watch ? new Watcher(ix, ctx.log, cfg.maxWatches) : undefined;
@@ -130,11 +197,10 @@ export default defineService({
             if (!st) continue;
             for (;;) {
               if (!sub.active) break;
-              const rows = store.list(KIND_CODE[kind], st.cursor, st.count, st.device);
-              if (!rows.length) break;
-              st.cursor = rows.at(-1)!.seq;
-              sub.push({ returnValue: true, ...NO_ERROR, subscribed: true, [st.key]: listObject(rows, st.device) });
-              if (rows.length < st.count) break;
+              const { rows, last, more } = await visibleRows(kind, st.cursor, st.count, st.device, st.who);
+              st.cursor = Math.max(st.cursor, last);
+              if (rows.length && sub.active) sub.push({ returnValue: true, ...NO_ERROR, subscribed: true, [st.key]: listObject(rows, st.device) });
+              if (!more) break;
               await slicer.tick();
             }
           }
@@ -203,26 +269,30 @@ export default defineService({
         ctx.log.warn({ service: g.service, err: (e as Error).message }, "could not renew a database read grant");
       }
 
-    const listHandler = (method: string) => (req: { uri?: string; count?: number; subscribe?: boolean }, call: { subscription?: Subscription }): any => {
+    const listHandler = (method: string) => async (req: { uri?: string; count?: number; subscribe?: boolean }, call: { caller: Caller; subscription?: Subscription }): Promise<any> => {
       const { kind, key } = LISTS[method]!;
       const count = Math.min(req.count ?? DEFAULT_COUNT, MAX_COUNT);
-      const rows = store.list(KIND_CODE[kind], 0, count, req.uri);
+      const who = frozen(call.caller);
+      const { rows, last, more } = await visibleRows(kind, 0, count, req.uri, who);
       const sub = call.subscription;
       if (sub) {
-        listSubs.set(sub, { kind, key, device: req.uri, count, cursor: rows.at(-1)?.seq ?? 0 });
+        listSubs.set(sub, { kind, key, device: req.uri, count, cursor: last, who });
         sub.onEnd(() => listSubs.delete(sub));
         ctx.topics.add(`list/${kind}`, sub);
         // The rest of the list (when longer than count) follows in messages of count entries.
-        if (rows.length === count) indexed();
+        if (more) indexed();
       }
       return ok({ [key]: listObject(rows, req.uri), ...NO_ERROR, subscribed: !!sub });
     };
 
-    const metadataHandler = (method: string) => (req: { uri: string }) => {
+    const metadataHandler = (method: string) => async (req: { uri: string }, call: { caller: Caller }) => {
       const kind = METADATA[method]!;
       const item = ix.resolveItem(req.uri);
       const row = item && store.entry(item.dev.uri, item.dir, item.name);
       if (!item || !row || row.kind !== KIND_CODE[kind]) raise(E.noSuchItem(req.uri));
+      // An item of a directory the caller may not read is, for it, no item at all.
+      const who = frozen(call.caller);
+      if (restricted(who) && !(await canSee(who, new Map(), item.dev.uri, item.dir))) raise(E.noSuchItem(req.uri));
       return ok({ metadata: metadata(item.dev, row), ...NO_ERROR });
     };
 
@@ -238,6 +308,7 @@ export default defineService({
       return activeOnly && all.some((p) => p.active) ? all.filter((p) => p.active) : all;
     };
 
+    /** Past the method's group rule: root and grantGroups members grant for any service, the others for their own only. */
     const mayGrant = async (caller: Caller, req: { serviceName?: string }) => {
       if (caller.uid === 0 || typeof req.serviceName !== "string" || req.serviceName === caller.name) return true;
       const gids = callerGroups(caller);
@@ -253,7 +324,29 @@ export default defineService({
         return false;
       }
     };
-    const grantRule: AccessRule = { test: mayGrant, describe: "root, grantGroups, or the named service itself" };
+
+    /**
+     * requestMediaScan's check of the directory named: one the caller may read and search
+     * (opened with its rights, no symlink on the path; root: one the service may read);
+     * else the spec's "Scan Failed" with the errno.
+     */
+    const mayScan = async (as: Caller | undefined, path: string): Promise<void> => {
+      if (!as) {
+        const why = await unreadableDir(path);
+        if (why) failScan({ errno: why, path, reason: `${path} is not a readable directory (${why})` });
+        return;
+      }
+      let fd: number;
+      try {
+        fd = await ctx.files.open(as, path, { read: true, directory: true });
+      } catch (e) {
+        const errno = e instanceof PathRefused ? REFUSED_ERRNO[e.reason] : "EACCES";
+        failScan({ errno, path, reason: `${path} is not a directory the caller may read (${errno})` });
+      }
+      closeFd(fd);
+      if (!(await ctx.files.may(as, path, "x").catch(() => false)))
+        failScan({ errno: "EACCES", path, reason: `${path} is not a directory the caller may search (EACCES)` });
+    };
 
     const uidOf = async (serviceName: string, caller: Caller): Promise<number> => {
       if (serviceName === caller.name) return caller.uid;
@@ -274,7 +367,8 @@ export default defineService({
     };
 
     return {
-      access: { getMediaDbPermission: grantRule },
+      // The table's rule (devservices-media), or the board's permissionGroup ("*": any caller).
+      access: { getMediaDbPermission: cfg.permissionGroup === "*" ? "any" : group(cfg.permissionGroup) },
       handlers: {
         getAudioList: listHandler("getAudioList"),
         getVideoList: listHandler("getVideoList"),
@@ -295,6 +389,7 @@ export default defineService({
 
         async getMediaDbPermission(req, call) {
           if (typeof req.serviceName !== "string" || !req.serviceName) raise(E.serviceNameMandatory);
+          if (!(await mayGrant(call.caller, req))) raise(E.denied("getMediaDbPermission"));
           const uid = await uidOf(req.serviceName, call.caller);
           try {
             const r = grantRead(uid, { database: cfg.database, stateDir: ctx.stateDir });
@@ -349,14 +444,18 @@ export default defineService({
           return ok({ errorCode: 0, errorText: E.none.text });
         },
 
-        async requestMediaScan(req) {
+        async requestMediaScan(req, call) {
           let path = req.path.trim();
           if (!path) raise(E.notHandled("requestMediaScan"));
+          // The scan covers what this caller may read (root: everything): its rights, frozen now, walk the tree.
+          const who = frozen(call.caller);
+          const as = restricted(who) ? who : undefined;
           let scan: Promise<ScanResult>;
           const asDevice = ix.devices.get(path);
           if (asDevice) {
             if (!asDevice.available) failScan({ reason: `device ${asDevice.uri} is not available` });
-            scan = ix.scan(asDevice);
+            if (as && isLocal(asDevice)) await mayScan(as, asDevice.root);
+            scan = ix.scan(asDevice, "", true, false, who);
           } else {
             if (path.startsWith("storage://")) path = path.slice("storage://".length);
             else if (path.startsWith("file://")) path = path.slice("file://".length);
@@ -364,16 +463,21 @@ export default defineService({
               if (/^[a-z]+:\/\//.test(path)) failScan({ reason: `no such device: ${path}` });
               raise(E.notHandled("requestMediaScan"));
             }
-            path = resolvePath(path);
-            const unreadable = await unreadableDir(path);
-            if (unreadable) failScan({ errno: unreadable, path, reason: `${path} is not a readable directory (${unreadable})` });
+            // The path rules (no . or .., not the service's own files), then the kernel's decision with the caller's rights.
+            try {
+              path = ctx.files.check(path);
+            } catch (e) {
+              const r = e as PathRefused;
+              failScan({ errno: REFUSED_ERRNO[r.reason], path, reason: r.message });
+            }
+            await mayScan(as, path);
             const inside = ix.localDeviceOfPath(path);
-            if (inside?.dev.available) scan = ix.scan(inside.dev, inside.rel, true);
+            if (inside?.dev.available) scan = ix.scan(inside.dev, inside.rel, true, false, who);
             else {
-              // A directory outside every device: a storage device of its own (kept across restarts).
+              // A directory outside every device: a storage device of its own (kept across restarts), the caller's.
               const storage = ix.factory.get("storage") as StoragePlugin | undefined;
               if (!storage) failScan({ reason: "the storage plugin is not in the factory" });
-              const attached = await storage.attach(path);
+              const attached = await storage.attach(path, who);
               if (!attached) failScan({ errno: "EACCES", path, reason: `${path} is not a readable directory` });
               scan = attached.scan;
             }
@@ -396,15 +500,18 @@ export default defineService({
           return { returnValue: true, errorCode: 0, errorText: E.scanOk.text, completed: true, ...counts(withSpace) };
         },
 
-        async requestDelete(req) {
+        async requestDelete(req, call) {
           const uri = req.uri.trim();
           if (!uri) raise(E.notHandled("requestDelete"));
           let dev: Device | undefined;
           let dir = "";
           let name = "";
+          /** The file on the local file system, when the URI names one. */
+          let file: string | undefined;
           const local = uri.startsWith("file://") ? uri.slice("file://".length) : isAbsolute(uri) ? uri : undefined;
           if (local !== undefined) {
             const abs = resolvePath(local);
+            file = local;
             const at = ix.localDeviceOfPath(abs);
             name = abs.slice(abs.lastIndexOf("/") + 1);
             if (at) {
@@ -422,17 +529,27 @@ export default defineService({
               const path = uri.replace(/[?#].*$/, "");
               name = path.slice(path.lastIndexOf("/") + 1);
             }
+            if (dev && isLocal(dev)) file = join(dev.root, dir, name);
           }
           if (!mediaType(name)) raise(E.kindNotRegistered(extensionOf(name) || name));
+          const caller = call.caller;
           const row = dev && store.entry(dev.uri, dir, name);
-          if (!dev || !row || row.kind === BAD) return ok({ count: 0, errorCode: 0, errorText: E.none.text });
+          if (!dev || !row || row.kind === BAD) {
+            // Nothing indexed there; a caller that may not even search that directory learns nothing either way.
+            if (file !== undefined && restricted(caller) && !(await ctx.files.may(caller, dirname(file), "x").catch(() => false)))
+              raise(E.denied("requestDelete"), { reason: "denied" });
+            return ok({ count: 0, errorCode: 0, errorText: E.none.text });
+          }
           if (row.url !== null) raise(E.deleteFailed(`${uri} is on a remote server`));
           if (!dev.available) raise(E.deleteFailed(`device ${dev.uri} is not available`));
           let count = 1;
           try {
-            await unlink(`${dev.root}/${dir ? `${dir}/` : ""}${name}`);
+            // The caller's own rights decide (the kernel, with its uid and groups): the service lends it none of its own.
+            await ctx.files.unlink(caller, file ?? join(dev.root, dir, name));
           } catch (e) {
-            if ((e as NodeJS.ErrnoException).code !== "ENOENT") raise(E.deleteFailed((e as Error).message));
+            if (!(e instanceof PathRefused)) raise(E.deleteFailed((e as Error).message));
+            if (["denied", "own", "symlink", "traversal", "relative"].includes(e.reason)) raise(E.denied("requestDelete"), { reason: e.reason });
+            if (e.reason !== "missing") raise(E.deleteFailed(e.message));
             count = 0;
           }
           const [kind] = store.deleteIds([row.id]);
@@ -472,6 +589,8 @@ function counts(o: ScanOutcome) {
   return { files: o.files, indexed: o.indexed, failed: o.failed, removed: o.removed, unreadableDirs: o.unreadableDirs };
 }
 
+
+
 /** The errno name when path is not a directory the service may read, else undefined. */
 async function unreadableDir(path: string): Promise<string | undefined> {
   try {
@@ -508,7 +627,7 @@ function openState(cfg: MediaIndexerConfig, ctx: ServiceContext): { store: Media
     accessSync(at, constants.W_OK);
     at = cfg.database;
     store = new MediaStore(cfg.database);
-    return { store, ix: new Indexer(cfg, store, ctx.log, PLUGINS) };
+    return { store, ix: new Indexer(cfg, store, ctx.log, PLUGINS, ctx.files) };
   } catch (e) {
     try {
       store?.close();

@@ -5,10 +5,11 @@
 // device detection (both can take milliseconds). Requests and answers are plain
 // objects (extractor.ts).
 import { Database } from "bun:sqlite";
-import { stat } from "node:fs/promises";
+import { stat, open, constants, type FileHandle } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { join } from "node:path";
 import { extract, ThumbnailWriteFailed } from "./metadata";
-import { GONE, UNCHANGED, READ, UNREADABLE, NOT_READ, STORE_FAILED, type ChunkRequest, type ChunkResult } from "./extractor";
+import { GONE, UNCHANGED, READ, UNREADABLE, NOT_READ, STORE_FAILED, DENIED, type ChunkRequest, type ChunkResult } from "./extractor";
 import { niceThread } from "../../../ffi/sched";
 import { loadLibmtp, detectRawDevices } from "../../../ffi/libmtp";
 
@@ -29,37 +30,64 @@ async function scanChunk(m: ChunkRequest & { thumbnailDir: string }): Promise<Ch
     while (next < m.files.length) {
       const k = next++;
       const f = m.files[k]!;
-      const path = join(m.root, m.dir, f.name);
-      let size: number, mtime: number;
+      let path = f.path ?? join(m.root, m.dir, f.name);
+      let size = 0, mtime = 0;
+      let fh: FileHandle | undefined;
       try {
-        const st = await stat(path);
-        if (!st.isFile()) {
+        if (m.as) {
+          // A caller's scan: the name itself, never a symlink, and never blocking (a FIFO put in its place).
+          try {
+            fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+          } catch (e) {
+            const code = (e as NodeJS.ErrnoException).code;
+            out[k] = { s: code === "ENOENT" || code === "ENOTDIR" || code === "ENXIO" ? GONE : DENIED };
+            continue;
+          }
+        }
+        try {
+          const st = fh ? await fh.stat() : await stat(path);
+          if (!st.isFile()) {
+            out[k] = { s: GONE };
+            continue;
+          }
+          if (m.as && !readableBy(st, m.as)) {
+            out[k] = { s: DENIED };
+            continue;
+          }
+          size = st.size;
+          mtime = Math.floor(st.mtimeMs);
+        } catch {
           out[k] = { s: GONE };
           continue;
         }
-        size = st.size;
-        mtime = Math.floor(st.mtimeMs);
-      } catch {
-        out[k] = { s: GONE };
-        continue;
-      }
-      if (f.statOnly || (f.size === size && f.mtime === mtime)) {
-        out[k] = { s: UNCHANGED };
-        continue;
-      }
-      try {
-        out[k] = { s: READ, size, mtime, x: await extract(path, f.kind, f.mime, size, { thumbnailDir: m.thumbnailDir }) };
+        if (f.statOnly || (f.size === size && f.mtime === mtime)) {
+          out[k] = { s: UNCHANGED };
+          continue;
+        }
+        // The file opened above is the one read (its fd's link in /proc), whatever happens to the name meanwhile.
+        if (fh) path = `/proc/self/fd/${fh.fd}`;
+        out[k] = { s: READ, size, mtime, x: await extract(path, f.kind, f.mime, size, { thumbnailDir: m.thumbnailDir, name: fh || f.path ? f.name : undefined }) };
       } catch (e) {
         const err = (e as Error)?.message ?? String(e);
         if (e instanceof ThumbnailWriteFailed) out[k] = { s: STORE_FAILED, size, mtime, err, code: e.code, path: e.path };
         // An I/O error reading the file is the medium's, not the file's: not recorded as unreadable, read again next scan.
         else if ((e as NodeJS.ErrnoException)?.code === "EIO") out[k] = { s: NOT_READ, size, mtime, err };
         else out[k] = { s: UNREADABLE, size, mtime, err };
+      } finally {
+        await fh?.close().catch(() => {});
       }
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(m.concurrency, m.files.length)) }, lane));
   return out;
+}
+
+/** Whether the owner, group and mode bits let this identity read the file (the file actually opened: no race with a rename). */
+function readableBy(st: Stats, who: { uid: number; gid: number; groups: number[] }): boolean {
+  if (who.uid === 0) return true;
+  if (st.uid === who.uid) return (st.mode & 0o400) !== 0;
+  if (st.gid === who.gid || who.groups.includes(st.gid)) return (st.mode & 0o040) !== 0;
+  return (st.mode & 0o004) !== 0;
 }
 
 self.onmessage = async (ev: MessageEvent) => {

@@ -13,11 +13,19 @@ import { workerUrl } from "../../../ffi/worker";
 export interface ChunkRequest {
   root: string;
   dir: string;
+  /**
+   * A scan made with a caller's rights: root is the directory the caller opened
+   * (/proc/self/fd/N, so a directory swapped for a symlink since is not followed), each
+   * file is opened without following a symlink and read only when its owner, group and
+   * mode let this identity read it; the others are DENIED (their rows kept, nothing read).
+   */
+  as?: { uid: number; gid: number; groups: number[] };
   /** Files read at once. */
   concurrency: number;
   /** size and mtime: the file's row, when it has one. */
   /** statOnly: whether the file is still there, nothing read. */
-  files: { name: string; kind: Kind; mime: string; size?: number; mtime?: number; statOnly?: boolean }[];
+  /** path: where to read the file instead of root/dir/name (a file a scan opened with a caller's rights: /proc/self/fd/N). */
+  files: { name: string; kind: Kind; mime: string; size?: number; mtime?: number; statOnly?: boolean; path?: string }[];
 }
 
 /**
@@ -26,7 +34,7 @@ export interface ChunkRequest {
  * medium: left for the next scan), or the indexer's storage failed (code, path: the
  * thumbnail directory is full or failing; the scan stops).
  */
-export const GONE = 0, UNCHANGED = 1, READ = 2, UNREADABLE = 3, NOT_READ = 4, STORE_FAILED = 5;
+export const GONE = 0, UNCHANGED = 1, READ = 2, UNREADABLE = 3, NOT_READ = 4, STORE_FAILED = 5, DENIED = 6;
 export interface ChunkResult {
   s: number;
   /** STORE_FAILED: errno name and path. */

@@ -38,6 +38,8 @@ export interface Extracted {
 
 export interface ExtractOptions {
   thumbnailDir: string;
+  /** The file's name when path does not end with it (a file opened for a caller, read through /proc/self/fd/N): titles and extensions come from it. */
+  name?: string;
 }
 
 const titleOf = (path: string) => basename(path).replace(/\.[^.]*$/, "");
@@ -46,10 +48,11 @@ const PICTURE_EXT: Record<string, string> = { "image/jpeg": "jpg", "image/jpg": 
 const written = new Set<string>();
 
 export async function extract(path: string, kind: Kind, mime: string, size: number, o: ExtractOptions): Promise<Extracted> {
-  if (kind === "audio") return audio(path, mime, size, o);
+  const label = o.name ?? path;
+  if (kind === "audio") return audio(path, label, mime, size, o);
   const src = await fileSource(path, size);
   try {
-    return kind === "image" ? await image(path, mime, src) : await video(path, mime, src);
+    return kind === "image" ? await image(label, mime, src) : await video(label, mime, src);
   } finally {
     await src.close();
   }
@@ -60,14 +63,14 @@ function set(meta: Record<string, string | number>, key: string, v: unknown) {
   else if (typeof v === "number" && Number.isFinite(v)) meta[key] = v;
 }
 
-async function audio(path: string, mime: string, size: number, o: ExtractOptions): Promise<Extracted> {
+async function audio(path: string, label: string, mime: string, size: number, o: ExtractOptions): Promise<Extracted> {
   let m: IAudioMetadata;
   try {
     if (size <= 4 << 20) {
       const src = await fileSource(path, size);
       const buf = (src as { whole?: Uint8Array }).whole ?? (await src.read(0, size));
       await src.close();
-      m = await parseBuffer(buf, { mimeType: mime, size, path }, { duration: false });
+      m = await parseBuffer(buf, { mimeType: mime, size, path: label }, { duration: false });
     } else m = await parseFile(path, { duration: false });
   } catch (e) {
     throw new Corrupt(`audio: ${(e as Error).message}`);
@@ -100,7 +103,7 @@ async function audio(path: string, mime: string, size: number, o: ExtractOptions
     });
   return {
     kind: "audio",
-    title: c.title || titleOf(path),
+    title: c.title || titleOf(label),
     duration: f.duration,
     thumbnail,
     genre: c.genre?.length ? c.genre.join(", ") : undefined,

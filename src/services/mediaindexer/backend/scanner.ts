@@ -12,7 +12,10 @@ import { opendir } from "node:fs/promises";
 import type { Dir } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../../core/log";
-import { Extractor, GONE, UNCHANGED, READ, NOT_READ, STORE_FAILED, type ChunkResult } from "./extractor";
+import { PathRefused, type Caller, type CallerFiles } from "../../../core/service";
+import { identityOf } from "../../../core/access";
+import { closeFd } from "../../../ffi/libc";
+import { Extractor, GONE, UNCHANGED, READ, NOT_READ, STORE_FAILED, DENIED, type ChunkResult } from "./extractor";
 import { StorageFailure, storageFailure } from "./failure";
 import { mediaType, KIND_CODE, BAD, type Kind } from "./kinds";
 import type { MediaStore, NewMedia } from "./store";
@@ -47,6 +50,14 @@ export interface ScanTarget {
   only?: (relDir: string) => boolean;
   /** Checked before entries are removed: false when the device is no longer there (the scan stops, entries kept). */
   guard?: () => Promise<boolean>;
+  /**
+   * Whose rights the walk has (a scan a client asked for, or of a device a client's
+   * request made): every directory is opened as this caller (ctx.files: its uid and
+   * groups, no symlink on the path), and read through that open directory; a directory
+   * it may not read is skipped (its entries kept), and a file is read only when it is
+   * not a symlink and its mode lets the caller read it. Without it, the service's own.
+   */
+  as?: Caller;
 }
 
 export interface ScanResult {
@@ -87,7 +98,17 @@ export interface ScannerOptions {
   /** Files of one directory taken at a time (read from the directory as a stream): what bounds a scan's memory. */
   batchFiles: number;
   hooks: ScannerHooks;
+  /** Opens directories with a caller's rights (scans with `as`); without it such scans read nothing. */
+  files?: CallerFiles;
 }
+
+/** A directory opened with a caller's rights, held open while batches of its files are read through it. */
+interface DirLease {
+  fd: number;
+  refs: number;
+}
+
+const PATH_ERRNO: Record<string, string> = { missing: "ENOENT", notdir: "ENOTDIR", denied: "EACCES", symlink: "ELOOP", isdir: "EISDIR", nospace: "ENOSPC" };
 
 const BATCH = 64;
 /** Rows written between two WAL checkpoints. */
@@ -124,6 +145,25 @@ export class Scanner {
     this.extractor.close();
   }
 
+  /** Opens a directory with the caller's rights (no symlink on the path) and reads it through that open directory. */
+  private async openDirAs(as: Caller, abs: string): Promise<{ handle: Dir; lease: DirLease }> {
+    const files = this.o.files;
+    if (!files) throw Object.assign(new Error(`${abs}: no way to open it with the caller's rights`), { code: "EACCES" });
+    let fd: number;
+    try {
+      fd = await files.open(as, abs, { read: true, directory: true });
+    } catch (e) {
+      const code = e instanceof PathRefused ? PATH_ERRNO[e.reason] ?? "EACCES" : "EACCES";
+      throw Object.assign(new Error((e as Error).message), { code });
+    }
+    try {
+      return { handle: await opendir(`/proc/self/fd/${fd}`, { bufferSize: DIR_BUFFER }), lease: { fd, refs: 1 } };
+    } catch (e) {
+      closeFd(fd);
+      throw e;
+    }
+  }
+
   async scan(t: ScanTarget, abort: { aborted: boolean } = { aborted: false }): Promise<ScanResult> {
     const { store, log } = this.o;
     const t0 = performance.now();
@@ -134,6 +174,12 @@ export class Scanner {
     let lastFlush = performance.now();
     let lastProgress = t0;
     const batchFiles = Math.max(1, this.o.batchFiles);
+    const who = t.as ? identityOf(t.as) : undefined;
+    const unlease = (l: DirLease | undefined) => {
+      if (l && --l.refs === 0) closeFd(l.fd);
+    };
+    /** Where the files of a directory are read: through the directory the caller opened, or by path. */
+    const srcOf = (dir: string, l: DirLease | undefined) => (l ? { root: `/proc/self/fd/${l.fd}`, dir: "" } : { root: t.root, dir });
     /** Stops the walk: the device went away, or the storage failed (r.error). */
     const stopped = () => abort.aborted || r.error !== undefined;
     /** The indexer's storage failed: the scan stops; what it wrote before stays (whole entries), the batch in flight was rolled back. */
@@ -192,7 +238,7 @@ export class Scanner {
     };
 
     /** One batch of a directory's media files: compared and read in chunks on the background thread; `seen` collects the names still there. */
-    const processBatch = async (dir: string, candidates: Candidate[], known: Map<string, Known>, seen: Set<string> | undefined) => {
+    const processBatch = async (dir: string, candidates: Candidate[], known: Map<string, Known>, seen: Set<string> | undefined, src: { root: string; dir: string }) => {
       const chunks: Candidate[][] = [];
       for (let c = 0; c < candidates.length; c += CHUNK) chunks.push(candidates.slice(c, c + CHUNK));
       await Promise.all(
@@ -203,7 +249,7 @@ export class Scanner {
             let res: ChunkResult[];
             try {
               res = await this.extractor.scanChunk({
-                root: t.root, dir, concurrency: this.o.concurrency,
+                ...src, as: who, concurrency: this.o.concurrency,
                 files: chunk.map((f) => ({ name: f.name, kind: f.kind, mime: f.mime, size: known.get(f.name)?.size, mtime: known.get(f.name)?.mtime })),
               });
             } catch (e) {
@@ -220,6 +266,8 @@ export class Scanner {
               const x = res[k]!;
               if (x.s === GONE) continue;
               seen?.add(f.name);
+              // Not for this caller (a symlink, or a file its mode does not let it read): its row is kept, nothing read or counted.
+              if (x.s === DENIED) continue;
               r.files++;
               if (x.s === UNCHANGED) {
                 // A file recorded as unreadable and unchanged since is still unreadable.
@@ -293,7 +341,7 @@ export class Scanner {
      * not seen. A larger one (its names are not all held): its rows, a page at a time,
      * asked of the background thread (a stat each).
      */
-    const removeGone = async (dir: string, seen: Set<string> | undefined) => {
+    const removeGone = async (dir: string, seen: Set<string> | undefined, src: { root: string; dir: string }) => {
       for (let after = ""; !stopped(); ) {
         const page = store.dirPage(t.device, dir, after, batchFiles);
         {
@@ -306,7 +354,7 @@ export class Scanner {
               try {
                 // Known size and mtime: an existing file answers UNCHANGED (or READ when it changed since; it is left to the next scan).
                 res = await this.extractor.scanChunk({
-                  root: t.root, dir, concurrency: this.o.concurrency,
+                  ...src, as: who, concurrency: this.o.concurrency,
                   files: part.map((row) => ({ name: row.name, kind: "audio" as Kind, mime: "", size: row.size, mtime: row.mtime, statOnly: true })),
                 });
               } catch {
@@ -327,13 +375,15 @@ export class Scanner {
     /** An unexpected error of a batch (not a storage failure): thrown by the scan once the batches in flight are done. */
     let unexpected: unknown;
     /** Starts a batch; waits while BATCHES_IN_FLIGHT are in progress (what bounds the entries held). */
-    const launch = async (work: () => Promise<void>, size: number) => {
+    const launch = async (work: () => Promise<void>, size: number, lease: DirLease | undefined) => {
+      if (lease) lease.refs++;
       const task: Promise<void> = work().catch((e) => {
         unexpected ??= e;
         abort.aborted = true;
       }).finally(() => {
         batches.delete(task);
         hold(-size);
+        unlease(lease);
       });
       batches.add(task);
       while (batches.size >= BATCHES_IN_FLIGHT) await Promise.race(batches);
@@ -359,8 +409,10 @@ export class Scanner {
       const abs = join(t.root, dir);
       const compare = !t.only || t.only(dir);
       let handle: Dir | undefined;
+      let lease: DirLease | undefined;
       try {
-        handle = await opendir(abs, { bufferSize: DIR_BUFFER });
+        if (t.as) ({ handle, lease } = await this.openDirAs(t.as, abs));
+        else handle = await opendir(abs, { bufferSize: DIR_BUFFER });
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code !== "ENOENT" && code !== "ENOTDIR") {
@@ -371,86 +423,91 @@ export class Scanner {
           continue;
         }
       }
-      // The directory's files, a batch at a time as the directory is read.
-      let batch: Candidate[] = [];
-      let batchesOfDir = 0;
-      const dirBatches: Promise<void>[] = [];
-      const startBatch = async (last: boolean) => {
-        const files = batch;
-        batch = [];
-        batchesOfDir++;
-        if (last && batchesOfDir === 1) {
-          // The whole directory in one batch: its rows at once (when they fit in a batch too), and the names seen decide what is gone.
-          const page = store.dirPage(t.device, dir, "", batchFiles + 1);
-          if (page.length <= batchFiles) {
-            const known = new Map<string, Known>();
-            for (const row of page) known.set(row.name, row);
-            const seen = new Set<string>();
+      try {
+        const src = srcOf(dir, lease);
+        // The directory's files, a batch at a time as the directory is read.
+        let batch: Candidate[] = [];
+        let batchesOfDir = 0;
+        const dirBatches: Promise<void>[] = [];
+        const startBatch = async (last: boolean) => {
+          const files = batch;
+          batch = [];
+          batchesOfDir++;
+          if (last && batchesOfDir === 1) {
+            // The whole directory in one batch: its rows at once (when they fit in a batch too), and the names seen decide what is gone.
+            const page = store.dirPage(t.device, dir, "", batchFiles + 1);
+            if (page.length <= batchFiles) {
+              const known = new Map<string, Known>();
+              for (const row of page) known.set(row.name, row);
+              const seen = new Set<string>();
+              await launch(async () => {
+                await processBatch(dir, files, known, seen, src);
+                await removeGone(dir, seen, src);
+              }, files.length, lease);
+              return;
+            }
             await launch(async () => {
-              await processBatch(dir, files, known, seen);
-              await removeGone(dir, seen);
-            }, files.length);
+              await processBatch(dir, files, knownOf(dir, files), undefined, src);
+              await removeGone(dir, undefined, src);
+            }, files.length, lease);
             return;
           }
-          await launch(async () => {
-            await processBatch(dir, files, knownOf(dir, files), undefined);
-            await removeGone(dir, undefined);
-          }, files.length);
-          return;
-        }
-        const known = knownOf(dir, files);
-        let done!: () => void;
-        dirBatches.push(new Promise<void>((res) => (done = res)));
-        await launch(() => processBatch(dir, files, known, undefined).finally(done), files.length);
-      };
-      let i = 0;
-      try {
-        if (handle)
-          for await (const ent of handle) {
-            if ((++i & 255) === 0) await slicer.tick();
-            if (stopped()) break;
-            const name = ent.name;
-            if (name.startsWith(".")) continue;
-            if (ent.isDirectory()) {
-              const child = rel(dir, name);
-              if (t.skip?.(join(t.root, child))) continue;
-              if (t.recursive) stack.push(child);
-              else r.subdirs.push(child);
-              continue;
+          const known = knownOf(dir, files);
+          let done!: () => void;
+          dirBatches.push(new Promise<void>((res) => (done = res)));
+          await launch(() => processBatch(dir, files, known, undefined, src).finally(done), files.length, lease);
+        };
+        let i = 0;
+        try {
+          if (handle)
+            for await (const ent of handle) {
+              if ((++i & 255) === 0) await slicer.tick();
+              if (stopped()) break;
+              const name = ent.name;
+              if (name.startsWith(".")) continue;
+              if (ent.isDirectory()) {
+                const child = rel(dir, name);
+                if (t.skip?.(join(t.root, child))) continue;
+                if (t.recursive) stack.push(child);
+                else r.subdirs.push(child);
+                continue;
+              }
+              if (!compare || (!ent.isFile() && !ent.isSymbolicLink())) continue;
+              const type = mediaType(name);
+              if (!type) continue;
+              batch.push({ name, ...type });
+              hold(1);
+              if (batch.length >= batchFiles) await startBatch(false);
             }
-            if (!compare || (!ent.isFile() && !ent.isSymbolicLink())) continue;
-            const type = mediaType(name);
-            if (!type) continue;
-            batch.push({ name, ...type });
-            hold(1);
-            if (batch.length >= batchFiles) await startBatch(false);
-          }
-      } catch (e) {
-        // The directory failed while being read (an I/O error of the medium): what was read is kept, nothing is removed.
-        log.warn({ dir: abs, err: (e as Error).message }, "directory read failed; its entries are kept");
-        unreadable.push(dir);
-        if (dir === t.sub) r.error ??= new StorageFailure((e as NodeJS.ErrnoException).code ?? "EIO", abs, "reading the directory", e);
-        else r.unreadableDirs++;
-        hold(-batch.length);
-        batch = [];
-        continue;
+        } catch (e) {
+          // The directory failed while being read (an I/O error of the medium): what was read is kept, nothing is removed.
+          log.warn({ dir: abs, err: (e as Error).message }, "directory read failed; its entries are kept");
+          unreadable.push(dir);
+          if (dir === t.sub) r.error ??= new StorageFailure((e as NodeJS.ErrnoException).code ?? "EIO", abs, "reading the directory", e);
+          else r.unreadableDirs++;
+          hold(-batch.length);
+          batch = [];
+          continue;
+        }
+        if (stopped()) {
+          hold(-batch.length);
+          break;
+        }
+        if (!compare) continue;
+        if (batchesOfDir === 0) await startBatch(true);
+        else {
+          if (batch.length) await startBatch(false);
+          // A directory of several batches: when they are done, its rows of files gone, a page at a time.
+          const all = dirBatches.splice(0);
+          await launch(async () => {
+            await Promise.all(all);
+            await removeGone(dir, undefined, src);
+          }, 0, lease);
+        }
+        await slicer.tick();
+      } finally {
+        unlease(lease);
       }
-      if (stopped()) {
-        hold(-batch.length);
-        break;
-      }
-      if (!compare) continue;
-      if (batchesOfDir === 0) await startBatch(true);
-      else {
-        if (batch.length) await startBatch(false);
-        // A directory of several batches: when they are done, its rows of files gone, a page at a time.
-        const all = dirBatches.splice(0);
-        await launch(async () => {
-          await Promise.all(all);
-          await removeGone(dir, undefined);
-        }, 0);
-      }
-      await slicer.tick();
     }
     await Promise.all(batches);
     if (unexpected) throw unexpected;

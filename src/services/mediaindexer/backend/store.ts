@@ -18,6 +18,8 @@ export interface DeviceRow {
   root: string;
   available: number;
   lastSeen: number;
+  /** Whose rights the device's scans have (JSON uid and groups): the client whose requestMediaScan made it; null: the service's. */
+  owner?: string | null;
 }
 
 export interface MediaRow {
@@ -88,14 +90,21 @@ export class MediaStore {
     // Checkpoints (and their fsyncs) run on the metadata thread, never in a write of the main thread.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
     this.db.exec(SCHEMA);
+    // Databases of earlier versions: devices had no owner (their scans keep the service's rights).
+    const columns = this.db.prepare("PRAGMA table_info(devices)");
+    try {
+      if (!(columns.all() as { name: string }[]).some((c) => c.name === "owner")) this.db.exec("ALTER TABLE devices ADD COLUMN owner TEXT");
+    } finally {
+      columns.finalize();
+    }
     try {
       chmodSync(file, 0o640);
     } catch {}
     const q = (sql: string) => this.db.prepare(sql);
     this.s = {
       putDevice: q(
-        "INSERT INTO devices (uri, plugin, name, description, root, available, lastSeen) VALUES ($uri, $plugin, $name, $description, $root, $available, $lastSeen) " +
-          "ON CONFLICT(uri) DO UPDATE SET plugin=excluded.plugin, name=excluded.name, description=excluded.description, root=excluded.root, available=excluded.available, lastSeen=excluded.lastSeen",
+        "INSERT INTO devices (uri, plugin, name, description, root, available, lastSeen, owner) VALUES ($uri, $plugin, $name, $description, $root, $available, $lastSeen, $owner) " +
+          "ON CONFLICT(uri) DO UPDATE SET plugin=excluded.plugin, name=excluded.name, description=excluded.description, root=excluded.root, available=excluded.available, lastSeen=excluded.lastSeen, owner=excluded.owner",
       ),
       setAvailable: q("UPDATE devices SET available = ?, lastSeen = ? WHERE uri = ?"),
       dirPage: q("SELECT id, name, kind, size, mtime FROM media WHERE device = ? AND dir = ? AND name > ? ORDER BY name LIMIT ?"),
@@ -117,6 +126,11 @@ export class MediaStore {
       counts: q("SELECT device, kind, count(*) AS n FROM media WHERE kind != 9 GROUP BY device, kind"),
       listDevice: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? ORDER BY seq LIMIT ?"),
       listAvailable: q("SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) ORDER BY seq LIMIT ?"),
+      // The same, without the directories a caller may not read (a JSON array of "<device>/<dir>": the same string is the same directory).
+      listDeviceExcept: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? AND (device || '/' || dir) NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?"),
+      listAvailableExcept: q(
+        "SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) AND (device || '/' || dir) NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?",
+      ),
       deleteDeviceRow: q("DELETE FROM devices WHERE uri = ?"),
       allDevices: q("SELECT * FROM devices ORDER BY uri"),
       maxSeq: q("SELECT max(seq) AS s FROM media"),
@@ -152,7 +166,7 @@ export class MediaStore {
   }
 
   putDevice(d: DeviceRow) {
-    this.s.putDevice!.run(d as any);
+    this.s.putDevice!.run({ ...d, owner: d.owner ?? null } as any);
   }
 
   setAvailable(uri: string, available: boolean) {
@@ -224,6 +238,14 @@ export class MediaStore {
   list(kind: number, after: number, limit: number, device?: string): MediaRow[] {
     if (device !== undefined) return this.s.listDevice!.all(device, kind, after, limit) as MediaRow[];
     return this.s.listAvailable!.all(kind, after, limit) as MediaRow[];
+  }
+
+  /** As list(), without the entries of the directories named in hidden ("<device>/<dir>"). */
+  listExcept(kind: number, after: number, limit: number, device: string | undefined, hidden: string[]): MediaRow[] {
+    if (!hidden.length) return this.list(kind, after, limit, device);
+    const h = JSON.stringify(hidden);
+    if (device !== undefined) return this.s.listDeviceExcept!.all(device, kind, after, h, limit) as MediaRow[];
+    return this.s.listAvailableExcept!.all(kind, after, h, limit) as MediaRow[];
   }
 
   /** Per device, entries of each kind. */

@@ -12,6 +12,7 @@ import { openFile, closeFd, O_RDONLY, O_NONBLOCK, O_CLOEXEC } from "../../../ffi
 import { watch, type Watch } from "../../../ffi/loop";
 import type { Indexer, Device } from "../indexer";
 import type { Plugin } from "./plugin";
+import type { Caller } from "../../../core/service";
 
 export interface Mount {
   mountPoint: string;
@@ -171,7 +172,7 @@ export class MscPlugin implements Plugin {
     this.fd = -1;
   }
 
-  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, only?: (rel: string) => boolean) {
+  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, only?: (rel: string) => boolean, as?: Caller) {
     // Before removing entries the scan checks the filesystem is still the one mounted
     // there: an unmount noticed late must not read as "every file deleted".
     const want = this.stDev.get(dev.uri);
@@ -182,7 +183,7 @@ export class MscPlugin implements Plugin {
         return false;
       }
     };
-    return this.ix.scanLocal(dev, sub, recursive, abort, guard, only);
+    return this.ix.scanLocal(dev, sub, recursive, abort, guard, only, as);
   }
 
   close() {

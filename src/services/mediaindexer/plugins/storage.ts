@@ -3,7 +3,9 @@
 // every detection), each a device `storage://<absolute path>` ("storage:///srv/media").
 import { access, stat, constants } from "node:fs/promises";
 import { basename } from "node:path";
-import type { Indexer, Device } from "../indexer";
+import type { Indexer, Device, DeviceInfo } from "../indexer";
+import type { Caller } from "../../../core/service";
+import { restricted } from "../rights";
 import type { Plugin } from "./plugin";
 import type { ScanResult } from "../backend/scanner";
 
@@ -26,13 +28,19 @@ export class StoragePlugin implements Plugin {
     for (const dir of dirs) await this.attach(dir);
   }
 
-  /** A directory becomes (or is again) a device: available when readable, then scanned (the scan's promise). */
-  async attach(dir: string): Promise<{ dev: Device; scan: Promise<ScanResult> } | undefined> {
-    const ok = await readableDir(dir);
-    const dev = this.ix.upsertDevice(
-      { uri: storageUri(dir), plugin: "storage", name: basename(dir) || dir, description: `Local media storage ${dir}`, root: dir },
-      ok,
-    );
+  /**
+   * A directory becomes (or is again) a device: available when readable, then scanned
+   * (the scan's promise). `owner` (a client's requestMediaScan): the device is that
+   * client's, readable and scanned with its rights from now on; without it, the
+   * device's owner is kept (none for the configured roots: the service's rights).
+   */
+  async attach(dir: string, owner?: Caller): Promise<{ dev: Device; scan: Promise<ScanResult> } | undefined> {
+    const known = this.ix.devices.get(storageUri(dir));
+    const rights = owner ? (restricted(owner) ? owner : undefined) : known?.owner;
+    const ok = await this.ix.readable(dir, rights);
+    const info: DeviceInfo = { uri: storageUri(dir), plugin: "storage", name: basename(dir) || dir, description: `Local media storage ${dir}`, root: dir };
+    if (owner) info.owner = rights;
+    const dev = this.ix.upsertDevice(info, ok);
     if (!ok) return undefined;
     const scan = this.ix.scan(dev);
     scan.catch(() => {});
@@ -43,8 +51,8 @@ export class StoragePlugin implements Plugin {
     this.detecting = false;
   }
 
-  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, only?: (rel: string) => boolean) {
-    return this.ix.scanLocal(dev, sub, recursive, abort, undefined, only);
+  scan(dev: Device, sub: string, recursive: boolean, abort: { aborted: boolean }, only?: (rel: string) => boolean, as?: Caller) {
+    return this.ix.scanLocal(dev, sub, recursive, abort, undefined, only, as);
   }
 
   close() {
