@@ -10,6 +10,7 @@ import * as fsx from "./ffi/as-caller";
 const REASONS: Record<number, PathRefused["reason"]> = {
   1: "denied", // EPERM
   2: "missing", // ENOENT
+  6: "special", // ENXIO: a FIFO, socket or device where a file was expected
   13: "denied", // EACCES
   17: "exists", // EEXIST
   20: "notdir", // ENOTDIR

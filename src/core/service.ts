@@ -178,8 +178,8 @@ export type OpenFlags = { read?: boolean; write?: boolean; create?: "new" | "new
 export class PathRefused extends Error {
   constructor(
     readonly path: string,
-    /** relative | traversal | own (the product's own files) | denied (EACCES/EPERM) | symlink | exists | missing | notdir | isdir | other */
-    readonly reason: "relative" | "traversal" | "own" | "denied" | "symlink" | "exists" | "missing" | "notdir" | "isdir" | "nospace" | "other",
+    /** relative | traversal | own (the product's own files) | denied (EACCES/EPERM) | symlink | exists | missing | notdir | isdir | special (not a regular file or directory) | nospace | other */
+    readonly reason: "relative" | "traversal" | "own" | "denied" | "symlink" | "exists" | "missing" | "notdir" | "isdir" | "special" | "nospace" | "other",
     readonly errno?: number,
     message?: string,
   ) {

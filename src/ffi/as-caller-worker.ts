@@ -19,8 +19,13 @@ const c = dlopen("libc.so.6", {
 // Syscall numbers (asm/unistd.h): x86-64 and the generic table (arm64).
 const NR =
   process.arch === "arm64"
-    ? { setgroups: 159, setfsuid: 151, setfsgid: 152, getgroups: 158, unlinkat: 35, openat2: 437, faccessat2: 439, mkdirat: 34 }
-    : { setgroups: 116, setfsuid: 122, setfsgid: 123, getgroups: 115, unlinkat: 263, openat2: 437, faccessat2: 439, mkdirat: 258 };
+    ? { setgroups: 159, setfsuid: 151, setfsgid: 152, getgroups: 158, unlinkat: 35, openat2: 437, faccessat2: 439, mkdirat: 34, fstat: 80, close: 57 }
+    : { setgroups: 116, setfsuid: 122, setfsgid: 123, getgroups: 115, unlinkat: 263, openat2: 437, faccessat2: 439, mkdirat: 258, fstat: 5, close: 3 };
+/** st_mode's offset in struct stat (asm/stat.h: x86-64; asm-generic/stat.h: arm64). */
+const ST_MODE = process.arch === "arm64" ? 16 : 24;
+const S_IFMT = 0o170000, S_IFREG = 0o100000, S_IFDIR = 0o040000;
+const O_NONBLOCK = 0o4000;
+const ENXIO = 6;
 const AT_FDCWD = -100;
 const AT_EACCESS = 0x200;
 const AT_REMOVEDIR = 0x200;
@@ -82,10 +87,21 @@ function run(q: Request): { fd?: number; errno: number } {
   const p = cstr(q.path);
   switch (q.op) {
     case "open": {
-      // struct open_how { u64 flags; u64 mode; u64 resolve; } (linux/openat2.h)
-      const how = new BigUint64Array([BigInt(q.flags ?? 0), BigInt(q.mode ?? 0), BigInt(q.resolve ?? 0)]);
+      // struct open_how { u64 flags; u64 mode; u64 resolve; } (linux/openat2.h).
+      // Always O_NONBLOCK: a FIFO or device put where a file was expected must not hold
+      // this thread (every service's file operations wait on it); what is not a
+      // regular file or a directory is refused (ENXIO).
+      const how = new BigUint64Array([BigInt((q.flags ?? 0) | O_NONBLOCK), BigInt(q.mode ?? 0), BigInt(q.resolve ?? 0)]);
       const [fd, e] = sys(NR.openat2, AT_FDCWD, addr(p), addr(new Uint8Array(how.buffer)), 24);
-      return fd >= 0 ? { fd, errno: 0 } : { errno: e };
+      if (fd < 0) return { errno: e };
+      const st = new Uint8Array(256);
+      const [r, se] = sys(NR.fstat, fd, addr(st));
+      const type = r === 0 ? new DataView(st.buffer).getUint32(ST_MODE, true) & S_IFMT : -1;
+      if (type !== S_IFREG && type !== S_IFDIR) {
+        sys(NR.close, fd);
+        return { errno: r === 0 ? ENXIO : se };
+      }
+      return { fd, errno: 0 };
     }
     case "unlink":
     case "rmdir": {

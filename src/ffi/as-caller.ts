@@ -62,7 +62,12 @@ function ask(who: Identity, q: Omit<Request, "id" | "uid" | "gid" | "groups">, c
 
 const RESOLVE = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
-/** Opens path as `who` (O_CLOEXEC always; no symlinks on the path). Resolves with the fd. */
+/**
+ * Opens path as `who` (O_CLOEXEC always; no symlinks on the path). Only a regular file
+ * or a directory is opened (anything else: ENXIO), and never waits (O_NONBLOCK: a FIFO
+ * cannot hold the thread). Resolves with the fd, which is O_NONBLOCK (no effect on
+ * regular files).
+ */
 export function openAs(who: Identity, path: string, flags: number, mode = 0o644): Promise<number> {
   // openat2 refuses a mode without O_CREAT.
   return ask(who, { op: "open", path, flags: flags | O_CLOEXEC, mode: flags & O_CREAT ? mode : 0, resolve: RESOLVE }, "open");

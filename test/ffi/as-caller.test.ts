@@ -114,3 +114,16 @@ test.skipIf(!!skip)("many requests at once from different identities keep each o
     if (r.status === "fulfilled") libc.close(r.value);
   });
 });
+
+test.skipIf(!!skip)("a FIFO, a socket or a device where a file was expected is refused at once, and the thread goes on serving", async () => {
+  const fifo = join(dir, "fifo");
+  Bun.spawnSync(["mkfifo", fifo]);
+  chmodSync(fifo, 0o666);
+  const t0 = performance.now();
+  expect(await errnoOf(openAs(nobody, fifo, O_RDONLY))).toBe(6); // ENXIO
+  expect(await errnoOf(openAs(nobody, fifo, O_WRONLY))).toBe(6);
+  expect(await errnoOf(openAs({ uid: 0, gid: 0, groups: [] }, "/dev/null", O_WRONLY))).toBe(6);
+  expect(performance.now() - t0).toBeLessThan(1000);
+  // The next request is served.
+  expect(await errnoOf(openAs(nobody, "/etc/passwd", O_RDONLY))).toBe(0);
+});

@@ -743,24 +743,7 @@ export class FileCache {
     } catch (e) {
       return raise(refusedCopy(M, e, name, destination));
     }
-    const ext = extname(name);
-    const stem = ext ? name.slice(0, -ext.length) : name;
-    for (let n = 0; n <= MAX_COPY_SUFFIX; n++) {
-      const candidate = join(dest, n === 0 ? name : `${stem}-(${n})${ext}`);
-      let done: boolean;
-      try {
-        done = await files.copyAs(o.path, candidate, o.type.dirType, as);
-      } catch (e: any) {
-        if (e instanceof PathRefused) return raise(refusedCopy(M, e, name, destination));
-        if (e?.code === "ENOENT" && !files.exists(o.path)) return raise(E.pathGone(M, o.path));
-        return raise(copyError(M, e?.code, name, destination));
-      }
-      if (done) {
-        if (!o.removed) this.touch(o);
-        return candidate;
-      }
-    }
-    return raise(E.noUniqueName(M, name, destination));
+    return this.copyUnder(o, dest, name, destination, (candidate) => files.copyAs(o.path, candidate, o.type.dirType, as));
   }
 
   /** The default destination: the configured copyDirectory, written with the service's rights. */
@@ -770,14 +753,24 @@ export class FileCache {
     if (!files.exists(destination)) raise(E.invalidDestination(M, destination));
     if (!files.isDirectory(destination)) raise(E.notDirectory(M, destination));
     if (!files.canWrite(destination, caller)) raise(E.noWritePermission(M, destination));
+    return this.copyUnder(o, destination, name, destination, (candidate) => files.copyNew(o.path, candidate, o.type.dirType, caller));
+  }
+
+  /**
+   * Copies o into dir under name, or name-(1), name-(2)... when taken; `copy` makes one
+   * candidate (false: the name exists). Failures are answered as CopyCacheObject's.
+   */
+  private async copyUnder(o: CacheObject, dir: string, name: string, destination: string, copy: (candidate: string) => Promise<boolean>): Promise<string> {
+    const M = "CopyCacheObject";
     const ext = extname(name);
     const stem = ext ? name.slice(0, -ext.length) : name;
     for (let n = 0; n <= MAX_COPY_SUFFIX; n++) {
-      const candidate = join(destination, n === 0 ? name : `${stem}-(${n})${ext}`);
+      const candidate = join(dir, n === 0 ? name : `${stem}-(${n})${ext}`);
       let done: boolean;
       try {
-        done = await files.copyNew(o.path, candidate, o.type.dirType, caller);
+        done = await copy(candidate);
       } catch (e: any) {
+        if (e instanceof PathRefused) return raise(refusedCopy(M, e, name, destination));
         if (e?.code === "ENOENT" && !files.exists(o.path)) return raise(E.pathGone(M, o.path));
         return raise(copyError(M, e?.code, name, destination));
       }

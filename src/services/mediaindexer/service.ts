@@ -71,7 +71,7 @@ interface ListSub {
 /** Why a path a client named was refused, as an errno name (requestMediaScan's errno field). */
 const REFUSED_ERRNO: Record<PathRefused["reason"], string> = {
   relative: "EINVAL", traversal: "EINVAL", own: "EACCES", denied: "EACCES", symlink: "ELOOP", exists: "EEXIST",
-  missing: "ENOENT", notdir: "ENOTDIR", isdir: "EISDIR", nospace: "ENOSPC", other: "EIO",
+  missing: "ENOENT", notdir: "ENOTDIR", isdir: "EISDIR", special: "ENXIO", nospace: "ENOSPC", other: "EIO",
 };
 
 export default defineService({
