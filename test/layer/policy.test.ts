@@ -186,7 +186,7 @@ describe("services anyone may call", () => {
     ...REAL,
     "com.vendor.service.camera2": "getCameraList",
     "com.vendor.service.mediaindexer": "getDeviceList",
-    "com.vendor.pipeline.record.main": "start",
+    "com.vendor.pipeline.record.main": "subscribe",
   };
   for (const [busName, method] of Object.entries(anyone)) {
     test(`${busName}: nobody calls ${method}, Introspect, Peer.Ping, Properties.GetAll, Subscription.Cancel`, async () => {
