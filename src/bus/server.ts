@@ -16,7 +16,7 @@ import { FdReply, schemaOf, type Caller, type ServiceInstance, type ServiceSpec,
 import { allowed, describeRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
 import { TopicCatalog } from "../core/topics";
-import { logger, type Logger } from "../core/log";
+import { logger, Throttle, type Logger } from "../core/log";
 import { libc } from "../ffi/libc";
 
 interface Hosted {
@@ -123,6 +123,8 @@ export class BusServer {
   private gone = new Set<string>();
   private checkResponses: boolean;
   readonly limits: ClientLimits;
+  /** Refusals a client causes per call are logged once per interval per client and kind. */
+  private refusals = new Throttle();
   /** Open subscriptions by caller uid (the per-user bound). */
   private subscriptionsOfUid = new Map<number, number>();
   disconnected = false;
@@ -371,7 +373,10 @@ export class BusServer {
       ? { problem: { kind: "limits" as const, message: `payload is larger than ${this.limits.payloadBytes} bytes (message of ${msg.oversized} bytes)` } }
       : parsePayload(msg.body[0] as string, { maxBytes: this.limits.payloadBytes, maxDepth: this.limits.payloadDepth });
     if ("problem" in parsed0) {
-      if (parsed0.problem.kind === "limits") this.log.warn({ service: h.spec.name, method, caller: caller.name, problem: parsed0.problem.message }, "request refused");
+      if (parsed0.problem.kind === "limits") {
+        const problem = parsed0.problem.message;
+        this.refusals.log(`${caller.name} limits`, (repeated) => this.log.warn({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, problem, repeated }, "request refused"));
+      }
       response = { returnValue: false, ...h.spec.badRequest(method, parsed0.problem) };
     } else {
       const payload = parsed0.value;
@@ -389,7 +394,9 @@ export class BusServer {
         } else {
           const rule = h.instance.access?.[method] ?? spec.access;
           if (!(await allowed(rule, caller, parsed.data))) {
-            this.log.info({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, rule: describeRule(rule) }, "caller refused by the method's access rule");
+            this.refusals.log(`${caller.name} access ${h.spec.name} ${method}`, (repeated) =>
+              this.log.info({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, rule: describeRule(rule), repeated }, "caller refused by the method's access rule"),
+            );
             response = h.spec.denied
               ? { returnValue: false, ...h.spec.denied(method, caller) }
               : { returnValue: false, errorText: `Permission denied: ${method} is for ${describeRule(rule)}` };
@@ -403,7 +410,7 @@ export class BusServer {
             }
             try {
               if (refused) {
-                this.log.warn({ service: h.spec.name, method, caller: caller.name, uid: caller.uid }, refused);
+                this.refusals.log(`${caller.name} subscriptions`, (repeated) => this.log.warn({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, repeated }, refused));
                 // The service's own code for a failure it did not cause, with the reason as text.
                 response = { returnValue: false, ...h.spec.internalError(method, new Error(refused)), errorText: refused };
               } else response = await h.instance.handlers[method]!(parsed.data, { caller, method, subscription });

@@ -35,12 +35,61 @@ export function withPriority(line: string): string {
   return `<${(m && JOURNAL_PRIORITY[Number(m[1])]) ?? 6}>${line}`;
 }
 
+/** Log bytes held while the reader (the journal, a pipe) is slower than the writer; past it lines are dropped and counted. */
+export const LOG_BUFFER_BYTES = 4 << 20;
+
+/** Lines dropped because the log's reader could not keep up (told in the next line that fits). */
+export const logDrops = { lines: 0 };
+
 function create(level: string, destination?: number | string): Logger {
   const journal = writesToJournal(destination ?? 1);
-  return pino(
-    { level, base: { pid: process.pid }, ...(journal ? { hooks: { streamWrite: withPriority } } : {}) },
-    destination === undefined ? undefined : pino.destination({ dest: destination, sync: true }),
-  );
+  // Never written synchronously: a journal or pipe that stops reading would stall the
+  // event loop, and with it every service. Lines wait in a bounded buffer instead.
+  const dest = pino.destination({ dest: destination ?? 1, sync: false, maxLength: LOG_BUFFER_BYTES });
+  dest.on("drop", () => void logDrops.lines++);
+  dest.on("error", () => {});
+  process.once("exit", () => {
+    try {
+      dest.flushSync();
+    } catch {}
+  });
+  return pino({ level, base: { pid: process.pid }, ...(journal ? { hooks: { streamWrite: withPriority } } : {}) }, dest);
+}
+
+/**
+ * Logs what one client can cause many times (a refusal per call) at most once per
+ * interval per key: the first at once, the rest counted and told with the next line
+ * for the key (`repeated`), or when the interval ends. Keys are dropped once told.
+ */
+export class Throttle {
+  private held = new Map<string, { count: number; timer?: ReturnType<typeof setTimeout>; last: () => void }>();
+  constructor(private readonly intervalMs = 10_000) {}
+
+  /** Runs log(repeated) now, or counts it; `repeated` is how many were held back before. */
+  log(key: string, log: (repeated: number) => void): void {
+    const h = this.held.get(key);
+    if (!h) {
+      log(0);
+      const entry = { count: 0, last: () => {}, timer: undefined as ReturnType<typeof setTimeout> | undefined };
+      entry.timer = setTimeout(() => this.flush(key), this.intervalMs);
+      entry.timer.unref?.();
+      this.held.set(key, entry);
+      return;
+    }
+    h.count++;
+    h.last = () => log(h.count);
+  }
+
+  private flush(key: string) {
+    const h = this.held.get(key);
+    this.held.delete(key);
+    if (h?.count) h.last();
+  }
+
+  /** Keys with lines held back (tests). */
+  get size(): number {
+    return this.held.size;
+  }
 }
 
 let root: Logger = create(process.env.DEVSERVICES_LOG_LEVEL ?? "info");

@@ -1,0 +1,50 @@
+// Logging never stalls the services: lines go out through a bounded buffer (a
+// journal or pipe that stops reading costs dropped lines, not a blocked event loop),
+// and what one client causes per call is logged once per interval.
+import { test, expect } from "bun:test";
+import { spawn } from "bun";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BINARY, binaryBuilt, eventually } from "../helpers/harness";
+import { startPrivateBus } from "../../src/bus/daemon";
+import { BusClient } from "../../src/bus/client";
+import { Throttle } from "../../src/core/log";
+
+test("Throttle: the first at once, the rest counted and told once when the interval ends", async () => {
+  const t = new Throttle(100);
+  const out: [string, number][] = [];
+  for (let i = 0; i < 500; i++) t.log("a", (n) => out.push(["a", n]));
+  t.log("b", (n) => out.push(["b", n]));
+  expect(out).toEqual([["a", 0], ["b", 0]]);
+  await eventually(() => t.size === 0, 2000);
+  expect(out).toEqual([["a", 0], ["b", 0], ["a", 499]]);
+  t.log("a", (n) => out.push(["a", n]));
+  expect(out.at(-1)).toEqual(["a", 0]);
+});
+
+test.skipIf(!binaryBuilt())("a log reader that stops reading does not stall the services", async () => {
+  const bus = await startPrivateBus();
+  const dir = mkdtempSync(join(tmpdir(), "log-"));
+  // stdout is a pipe nobody reads (sleep never reads its stdin): 64 KiB fill it.
+  const p = spawn(["sh", "-c", `${BINARY} serve --bus '${bus.address}' --state-dir '${dir}' --log-level debug power2 testautomation | sleep 120`], { stdout: "ignore", stderr: "ignore" });
+  try {
+    const c = await BusClient.connect(bus.address);
+    await eventually(async () => (await c.call("power2", "getState", {}).catch(() => null)) !== null, 10000, 50);
+    // Each client that comes and goes is a debug line or more: far more than the pipe holds.
+    for (let round = 0; round < 10; round++) {
+      const clients = await Promise.all(Array.from({ length: 100 }, () => BusClient.connect(bus.address)));
+      await Promise.all(clients.map((k) => k.call("testautomation", "ping", { Message: "x".repeat(2000) })));
+      for (const k of clients) k.close();
+    }
+    const t0 = performance.now();
+    for (let i = 0; i < 20; i++) expect(await c.call("power2", "getState", {}, { timeoutMs: 3000 })).toMatchObject({ returnValue: true });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    c.close();
+  } finally {
+    Bun.spawnSync(["pkill", "-9", "-f", `--state-dir ${dir}`]);
+    p.kill(9);
+    await bus.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60000);
