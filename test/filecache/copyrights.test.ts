@@ -89,7 +89,7 @@ describe.skipIf(skip !== null)("CopyCacheObject with the caller's rights", () =>
     mkdirSync(real);
     chownSync(real, APP, APP);
     symlinkSync(roots, link);
-    const swapper = spawnScript("test/fixtures/filecache-swapper.ts", [name, real, link]);
+    const swapper = spawnScript("test/fixtures/swapper.ts", [name, real, link]);
     try {
       await swapper.waitFor("swapping");
       const answers: string[] = [];

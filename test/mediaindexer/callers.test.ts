@@ -232,7 +232,7 @@ describe.skipIf(skip !== null)("the media indexer acts with the caller's rights"
   }, 60000);
 
   test("a directory swapped with a symlink to a root-only one while uid 65534's scans run: the root-only files are never indexed", async () => {
-    const swapper = spawn([...setpriv([]), BUN, join(ROOT, "test/fixtures/mediaindexer-swapper.ts"),
+    const swapper = spawn([...setpriv([]), BUN, join(ROOT, "test/fixtures/swapper.ts"),
       p("user/sw"), p("user/swdir"), p("user/swlink")], { cwd: p("home"), stdout: "pipe", stderr: "inherit", env: { HOME: p("home"), TMPDIR: p("home"), PATH: "/usr/bin:/bin" } });
     // Every entry written meanwhile reaches root's subscription (whatever later scans make of it).
     const written: string[] = [];
