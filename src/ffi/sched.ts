@@ -25,3 +25,14 @@ export function niceThread(nice: number): void {
 export function threadNice(tid = lib.gettid()): number {
   return lib.getpriority(PRIO_PROCESS, tid);
 }
+
+/**
+ * Sets the nice value of process pid (-20 highest .. 19 lowest). On Linux
+ * setpriority(2) with PRIO_PROCESS acts on the one thread of that id: for a process
+ * just started (one thread) that is the whole process, and the threads and
+ * processes it starts afterwards inherit the value. Raising a process's nice value
+ * needs only the same uid; lowering it needs CAP_SYS_NICE.
+ */
+export function niceProcess(pid: number, nice: number): void {
+  if (lib.setpriority(PRIO_PROCESS, pid, nice) !== 0) throw new SysError("setpriority", errno());
+}

@@ -72,7 +72,8 @@ exit 0
       name: "intent-limits",
       backend: "virtual",
       services: ["intent"],
-      serviceConfig: { intent: { applicationDirs: [apps], launcher: "exec", maxHandlerProcessesPerUid: PER_UID, maxHandlerProcesses: TOTAL } },
+      // The launch rate is rate.test.ts's: here only the bounds on processes running at once refuse.
+      serviceConfig: { intent: { applicationDirs: [apps], launcher: "exec", maxHandlerProcessesPerUid: PER_UID, maxHandlerProcesses: TOTAL, maxLaunchesPerUidPerSecond: 100000 } },
     }),
   );
   server = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error", "intent"], {

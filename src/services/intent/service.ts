@@ -13,7 +13,8 @@ import { E } from "./errors";
 import { matchIntent, ordered, type HandlerEntry } from "./match";
 import { HandlerRegistry, type AppSource } from "./backend/registry";
 import { readFileSync } from "node:fs";
-import { HandlerProcessLimits, isRefusal, refusalReason } from "./limits";
+import { HandlerProcessLimits, LaunchRate, isRefusal, refusalReason, type RateRefusal, type Refusal } from "./limits";
+import { Throttle } from "../../core/log";
 import { AppManagerLauncher, AutoLauncher, ExecLauncher, LaunchRefused, type Launcher } from "./backend/launcher";
 
 /** serviceConfig.intent (docs/services/intent.md). */
@@ -30,6 +31,12 @@ const Config = z.object({
   maxHandlerProcessesPerUid: z.number().int().positive().default(16),
   /** Handler processes the service runs at once in all. */
   maxHandlerProcesses: z.number().int().positive().default(64),
+  /** Handler processes the callers of one uid may start a second, after a burst of launchBurstPerUid. */
+  maxLaunchesPerUidPerSecond: z.number().positive().default(4),
+  /** Launches one uid may start at once before maxLaunchesPerUidPerSecond applies; default maxHandlerProcessesPerUid. */
+  launchBurstPerUid: z.number().int().positive().optional(),
+  /** Nice steps below the service that the handler processes it runs themselves run at (0: the service's priority). */
+  handlerNice: z.number().int().min(0).max(19).default(10),
 });
 
 export const DEFAULT_APPLICATION_DIR = "/usr/share/devservices/applications";
@@ -100,12 +107,23 @@ export default defineService({
     registry.start();
 
     const appManager = new AppManagerLauncher(ctx.peers, cfg.applicationManager, cfg.launchTimeoutMs);
-    const exec = new ExecLauncher(ctx.busAddress, ctx.log.child({ component: "launcher" }));
+    const exec = new ExecLauncher(ctx.busAddress, ctx.log.child({ component: "launcher" }), cfg.handlerNice);
     const launcher: Launcher =
       cfg.launcher === "exec" ? exec : cfg.launcher === "applicationmanager" ? appManager : new AutoLauncher(ctx.peers, cfg.applicationManager, appManager, exec);
 
     // A place per handler process, taken before its launch and given back when it is gone.
     const processes = new HandlerProcessLimits({ perUid: cfg.maxHandlerProcessesPerUid, total: cfg.maxHandlerProcesses });
+    // And a launch from the uid's budget of launches a second, taken once a place is given.
+    const rate = new LaunchRate({ perSecond: cfg.maxLaunchesPerUidPerSecond, burst: cfg.launchBurstPerUid ?? cfg.maxHandlerProcessesPerUid });
+    // A refused caller tends to ask again at once: one line per uid and bound per 10 s.
+    const refusals = new Throttle();
+    function refuse(r: Refusal | RateRefusal, handler: HandlerEntry, caller: Caller): never {
+      const reason = refusalReason(r);
+      refusals.log(`${caller.uid}/${r.bound}`, (repeated) =>
+        ctx.log.warn({ handler: handler.name, caller: caller.name, uid: caller.uid, pid: caller.pid, reason, ...(repeated ? { repeated } : {}) }, "handler launch refused"),
+      );
+      return raise(E.startFailed, { reason });
+    }
 
     // Running intents, oldest activity first (a Map keeps insertion order; touch() re-inserts).
     const intents = new Map<number, RunningIntent>();
@@ -194,10 +212,11 @@ export default defineService({
         const handler = matchIntent(pool, intent)[0] ?? raise(E.noHandler);
         // Taken before anything awaits, so launches asked for together are counted together.
         const place = processes.take(call.caller.uid);
-        if (isRefusal(place)) {
-          const reason = refusalReason(place);
-          ctx.log.warn({ handler: handler.name, caller: call.caller.name, uid: call.caller.uid, pid: call.caller.pid, reason }, "handler launch refused");
-          raise(E.startFailed, { reason });
+        if (isRefusal(place)) refuse(place, handler, call.caller);
+        const tooFast = rate.take(call.caller.uid);
+        if (tooFast) {
+          place.release();
+          refuse(tooFast, handler, call.caller);
         }
         const id = intentIds.take();
         // The requester's results are its uid's: another connection of the same uid may follow them (subscribeResult), no other uid.
@@ -269,7 +288,7 @@ export default defineService({
           subscribers += n;
           perIntent[r.id] = n;
         }
-        return { intents: intents.size, subscribers, perIntent, handlers: registry.handlers.length, generation: registry.generation, processes: processes.counts() };
+        return { intents: intents.size, subscribers, perIntent, handlers: registry.handlers.length, generation: registry.generation, processes: processes.counts(), rateLimitedUids: rate.size };
       },
       registry,
     };

@@ -7,6 +7,8 @@ import type { Json } from "../../../core/errors";
 import type { Logger } from "../../../core/log";
 import type { Peers } from "../../../core/service";
 import type { HandlerEntry } from "../match";
+import { threadNice } from "../../../ffi/sched";
+import { niceTree } from "./priority";
 
 export interface Launched {
   /** The process started for the intent, when the launcher knows it (sendResult is then accepted from it and its children only). */
@@ -34,6 +36,9 @@ export class LaunchRefused extends Error {}
  */
 export const MAX_ARG_STRLEN = 32 * 4096;
 
+/** When a handler's priority is set a second time after its start (ExecLauncher.lowerPriority). */
+const RESWEEP_MS = 20;
+
 export type LauncherKind = "auto" | "applicationmanager" | "exec";
 
 /** `<applicationManager>/launch` with `{id, params}` (plus `sessionId` for a session's handler). */
@@ -59,6 +64,9 @@ export class AppManagerLauncher implements Launcher {
 /**
  * Runs `main` (relative to the app's directory) as `main '<params JSON>'` with
  * DEVSERVICES_BUS set, so the app can call sendResult. Its output goes to the log.
+ * The process runs `nice` steps below the service's own CPU priority (0: at the
+ * service's), so handlers started faster than they finish cannot take the CPU the
+ * service needs to answer the bus.
  */
 export class ExecLauncher implements Launcher {
   private children = new Set<Subprocess>();
@@ -66,6 +74,7 @@ export class ExecLauncher implements Launcher {
   constructor(
     private busAddress: string,
     private log: Logger,
+    private nice = 0,
   ) {}
 
   async launch(handler: HandlerEntry, params: Json): Promise<Launched> {
@@ -83,6 +92,7 @@ export class ExecLauncher implements Launcher {
     const child = Bun.spawn([main, arg], { cwd: handler.dir, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     this.children.add(child);
     const log = this.log.child({ app: handler.name, appPid: child.pid });
+    this.lowerPriority(child, log);
     log.info({ main }, "application started");
     const out = this.forward(child.stdout, (line) => log.info({ stream: "stdout" }, line));
     const err = this.forward(child.stderr, (line) => log.warn({ stream: "stderr" }, line));
@@ -91,6 +101,31 @@ export class ExecLauncher implements Launcher {
       log.info({ exitCode: code, signal: child.signalCode ?? undefined }, "application exited");
     });
     return { pid: child.pid, ended: Promise.all([exited, out, err]).then(() => {}) };
+  }
+
+  /**
+   * Puts the process just started, and the threads and processes it has started
+   * since, `nice` steps below this thread (the one that started it, whose priority
+   * it inherited), at most 19: in the same turn as the spawn, and once more
+   * RESWEEP_MS later for a thread or process whose start was under way during the
+   * first sweep (it copied the old value and was not listed yet). Bun.spawn has no
+   * way to set it before exec (priority.ts, docs/decisions/intent.md).
+   */
+  private lowerPriority(child: Subprocess, log: Logger) {
+    if (this.nice <= 0) return;
+    const nice = Math.min(19, threadNice() + this.nice);
+    const sweep = () => {
+      try {
+        niceTree(child.pid, nice);
+      } catch (e) {
+        log.warn({ err: (e as Error).message, nice }, "handler priority not lowered");
+      }
+    };
+    sweep();
+    // Only while the process is not reaped: until then its pid cannot name another process.
+    setTimeout(() => {
+      if (child.exitCode === null && child.signalCode === null) sweep();
+    }, RESWEEP_MS).unref?.();
   }
 
   private async forward(stream: ReadableStream<Uint8Array>, emit: (line: string) => void) {
