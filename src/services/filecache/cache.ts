@@ -134,6 +134,12 @@ export class FileCache {
   private readonly cacheDir: string;
   /** IN_CLOSE_WRITE on every type directory: an object written larger than declared goes when its writer closes it. */
   private watcher?: files.DirWatcher;
+  /** Objects whose declared size could not be checked (a failure, or inotify events lost): checked again by the retry. */
+  private recheck = new Set<CacheObject>();
+  private recheckAll = false;
+  /** Runs retryPending() while work is left that could not be done: metadata not stored, sizes not checked, the reserve not made. */
+  private retryTimer?: ReturnType<typeof setTimeout>;
+  private closed = false;
 
   private constructor(
     readonly cfg: FileCacheConfig,
@@ -154,7 +160,7 @@ export class FileCache {
     for (const f of [cfg.metadataFile, cfg.metadataFile + "-wal", cfg.metadataFile + "-shm"]) files.usableFile("the metadata file", f);
     let store: MetadataStore;
     try {
-      store = new MetadataStore(cfg.metadataFile);
+      store = new MetadataStore(cfg.metadataFile, { reserveBytes: cfg.metadataReserve, log });
     } catch (e) {
       throw new files.StorageUnusable("the metadata file", cfg.metadataFile, e);
     }
@@ -168,18 +174,67 @@ export class FileCache {
       throw new files.StorageUnusable(typeof e?.path === "string" ? "a file of the cache" : "the metadata file", typeof e?.path === "string" ? e.path : cfg.metadataFile, e);
     }
     try {
-      cache.watcher = new files.DirWatcher((dir, name) => cache.closedAfterWrite(dir, name));
+      cache.watcher = new files.DirWatcher((dir, name) => cache.closedAfterWrite(dir, name), {
+        error: (e) => log.error({ err: e }, "file cache: watching the cache's writes failed; declared sizes are checked again"),
+        overflow: () => cache.recheckEverything("file cache: inotify events were lost; every object's declared size is checked again"),
+      });
       for (const t of cache.types.values()) cache.watchType(t);
     } catch (e) {
       // Without inotify the sizes are still checked at the object's next touch, copy or status call.
       log.warn({ err: e }, "file cache: writes cannot be watched; declared sizes are checked on use only");
     }
+    cache.scheduleRetry();
     return cache;
   }
 
   close() {
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     this.watcher?.close();
     this.store.close();
+  }
+
+  /**
+   * What could not be done when it was due, done later: metadata changes kept in
+   * memory because their commit failed (a full or failing file system) are stored,
+   * declared sizes that could not be checked are checked, and the metadata's reserve
+   * is made again once there is room. Runs every storageRetryInterval while any of it
+   * is left, and after every change; never throws (its failures are log lines).
+   */
+  private retryPending() {
+    this.retryTimer = undefined;
+    if (this.closed) return;
+    try {
+      this.store.retryBacklog();
+      if (this.recheckAll || this.recheck.size) {
+        const objects = this.recheckAll ? [...this.objects.values()] : [...this.recheck];
+        this.recheckAll = false;
+        this.recheck.clear();
+        this.enforceDeclared(objects);
+      }
+      this.store.reserve.restore();
+    } catch (e) {
+      this.log.error({ err: e }, "file cache: work left from a failure could not be done; tried again later");
+    }
+    this.scheduleRetry();
+  }
+
+  private get workLeft(): boolean {
+    return this.store.pending > 0 || this.recheckAll || this.recheck.size > 0 || (this.cfg.metadataReserve > 0 && !this.store.reserve.present);
+  }
+
+  private scheduleRetry() {
+    if (this.retryTimer || this.closed || !this.workLeft) return;
+    this.retryTimer = setTimeout(() => this.retryPending(), this.cfg.storageRetryInterval);
+    // Nothing waits on it: it does not keep the process alive.
+    (this.retryTimer as { unref?: () => void }).unref?.();
+  }
+
+  private recheckEverything(why: string) {
+    if (!this.recheckAll) this.log.warn({ objects: this.objects.size }, why);
+    this.recheckAll = true;
+    this.scheduleRetry();
   }
 
   private watchType(t: CacheType) {
@@ -190,7 +245,11 @@ export class FileCache {
     }
   }
 
-  /** A file of a type directory was closed after writing: its object must not be larger than declared. */
+  /**
+   * A file of a type directory was closed after writing: its object must not be larger
+   * than declared. Called by the event source: it never throws; a failure is logged and
+   * the object checked again by the retry.
+   */
   private closedAfterWrite(dir: string, name: string) {
     const m = name.match(OBJECT_NAME);
     const o = m ? this.objects.get(parseInt(m[1]!, 16)) : undefined;
@@ -210,28 +269,58 @@ export class FileCache {
       if (written !== null && written > o.size) over.push([o, written]);
     }
     if (over.length) {
-      this.change(() => {
-        for (const [o, written] of over) this.removeObject(o, `written ${written} bytes, more than the declared ${o.size}`);
-      });
+      try {
+        this.change(() => {
+          for (const [o, written] of over) this.removeObject(o, `written ${written} bytes, more than the declared ${o.size}`);
+        });
+      } catch (e) {
+        // Never thrown on (the event source's callback and the status calls run this):
+        // what is still there is checked again by the retry.
+        const left = over.filter(([o]) => !o.removed).map(([o]) => o);
+        this.log.error({ err: e, objects: over.map(([o]) => o.path) }, "file cache: removing objects written larger than declared failed; checked again later");
+        for (const o of left) this.recheck.add(o);
+        this.scheduleRetry();
+      }
     }
-    return over.map(([o]) => o);
+    return over.filter(([o]) => o.removed).map(([o]) => o);
   }
 
   // ---- changes: one transaction each; files of removed objects go after the commit
 
+  /**
+   * A change of the cache: fn changes memory and records its statements, which are
+   * stored at its end (the store's transactionKeeping: on a full disk with its reserve
+   * and a checkpoint, else kept and stored later; never thrown for lack of room). The
+   * files of removed objects go then, stored or not: a row whose file is gone is
+   * dropped at start, and the room they free may be what the kept statements need.
+   */
   private change<T>(fn: () => T): T {
     try {
       return this.store.transactionKeeping(fn);
     } finally {
+      let unlinked = false;
       for (const p of this.unlinkAfterCommit.splice(0)) {
         try {
           files.removePath(p);
+          unlinked = true;
         } catch (e) {
           // Left behind: start-up reconciliation removes it as an orphan.
           this.log.warn({ err: e, path: p }, "cannot remove a file of a removed object");
         }
       }
+      this.afterChange(unlinked);
     }
+  }
+
+  /** After a change: kept statements stored when files were just removed, the reserve made again when there is room. */
+  private afterChange(unlinked: boolean) {
+    try {
+      if (unlinked && this.store.pending) this.store.retryBacklog();
+      this.store.reserve.restore();
+    } catch (e) {
+      this.log.error({ err: e }, "file cache: storing kept metadata changes failed; tried again later");
+    }
+    this.scheduleRetry();
   }
 
   // ---- accounting -----------------------------------------------------------
@@ -461,7 +550,7 @@ export class FileCache {
   private reservedPath(name: string): string | null {
     const dir = resolve(this.cfg.cacheDirectory, name);
     const md = resolve(this.cfg.metadataFile);
-    if ([md, md + "-wal", md + "-shm", md + "-journal", resolve(this.cfg.copyDirectory)].includes(dir))
+    if ([md, md + "-wal", md + "-shm", md + "-journal", md + "-reserve", resolve(this.cfg.copyDirectory)].includes(dir))
       return `the name is taken by the cache's own files (${dir})`;
     return null;
   }
@@ -789,6 +878,7 @@ export class FileCache {
    * system's free space (statfs), in whole blocks.
    */
   status() {
+    // Answered from memory whatever storing the removals does (enforceDeclared never throws).
     this.enforceDeclared(this.objects.values());
     const free = files.freeBytes(this.cacheDir);
     const avail = Math.max(0, Math.min(this.total - this.usedTotal, free ?? Infinity));
@@ -836,7 +926,7 @@ export class FileCache {
     });
     // Files no row accounts for.
     const md = resolve(this.cfg.metadataFile);
-    const own = new Set([md, md + "-wal", md + "-shm", md + "-journal", resolve(this.cfg.copyDirectory)]);
+    const own = new Set([md, md + "-wal", md + "-shm", md + "-journal", md + "-reserve", resolve(this.cfg.copyDirectory)]);
     for (const entry of files.listDir(this.cfg.cacheDirectory)) {
       const p = join(this.cfg.cacheDirectory, entry);
       if (own.has(resolve(p))) continue;

@@ -26,7 +26,14 @@ export interface FileCacheConfig {
   maxFileNameBytes: number;
   /** Besides root, members of this group may define, change and delete types ("*": any caller). */
   typeGroup: string;
+  /** Bytes kept in a file beside the metadata, given up when its file system is full so removals can be stored (0: none). */
+  metadataReserve: number;
+  /** Milliseconds between tries of what a full or failing disk left undone (metadata to store, sizes to check, the reserve to make). */
+  storageRetryInterval: number;
 }
+
+/** The metadata's reserve by default: 1 MiB (docs/decisions/filecache.md, "A full disk: removals"). */
+export const DEFAULT_RESERVE = 1024 * 1024;
 
 /** The group of DefineType, ChangeType and DeleteType by default (docs/services/filecache.md). */
 export const DEFAULT_TYPE_GROUP = TYPE_GROUP;
@@ -80,10 +87,24 @@ export const fileCacheOptions = (stateDir: string) =>
     // NAME_MAX: no Linux file system holds a longer name, so a larger value could never be copied.
     maxFileNameBytes: int(255, 255, 1),
     typeGroup: z.preprocess(unsetIfEmpty, z.string().default(DEFAULT_TYPE_GROUP)),
+    metadataReserve: bytes(DEFAULT_RESERVE),
+    storageRetryInterval: int(1000, 3_600_000, 10),
   });
 
 /** What FileCache.conf may set (`configFile` is the recipe's alone). */
-const FILE_KEYS = ["cacheDirectory", "metadataFile", "totalCacheSpace", "copyDirectory", "defaultSize", "defaultCost", "defaultLifetime", "maxFileNameBytes", "typeGroup"] as const;
+const FILE_KEYS = [
+  "cacheDirectory",
+  "metadataFile",
+  "totalCacheSpace",
+  "copyDirectory",
+  "defaultSize",
+  "defaultCost",
+  "defaultLifetime",
+  "maxFileNameBytes",
+  "typeGroup",
+  "metadataReserve",
+  "storageRetryInterval",
+] as const;
 
 export function loadConfig(recipe: Record<string, unknown>, stateDir: string, log: Logger): FileCacheConfig {
   const explicit = typeof recipe.configFile === "string" && recipe.configFile !== "";
@@ -112,5 +133,7 @@ export function loadConfig(recipe: Record<string, unknown>, stateDir: string, lo
     defaultLifetime: o.defaultLifetime,
     maxFileNameBytes: o.maxFileNameBytes,
     typeGroup: o.typeGroup,
+    metadataReserve: o.metadataReserve,
+    storageRetryInterval: o.storageRetryInterval,
   };
 }

@@ -76,7 +76,14 @@ export default defineService({
     open.push(cache);
     ctx.log.info({ configFile: cfg.configFile, cacheDirectory: cfg.cacheDirectory, totalCacheSpace: cfg.totalCacheSpace }, "file cache configuration");
     // An object removed while held (its file deleted behind the cache's back): its subscriptions end.
-    cache.onHeldRemoved = (o) => ctx.topics.end(objectKey(o));
+    // A callback of the cache (queued after the change): it never throws, its failure is a log line.
+    cache.onHeldRemoved = (o) => {
+      try {
+        ctx.topics.end(objectKey(o));
+      } catch (e) {
+        ctx.log.error({ err: e, path: o.path }, "ending the subscriptions of a removed cache object failed");
+      }
+    };
 
     const typeRequired = (method: string, name: string) => cache.type(name) ?? raise(E.typeMissing(method, name));
 

@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { PathRefused, type Caller } from "../../../core/service";
 import { identityOf as callerIdentity } from "../../../core/access";
 import { closeFd } from "../../../ffi/libc";
-import { Inotify, IN_CLOSE_WRITE, IN_IGNORED, IN_ONLYDIR } from "../../../ffi/inotify";
+import { Inotify, IN_CLOSE_WRITE, IN_IGNORED, IN_ONLYDIR, IN_Q_OVERFLOW } from "../../../ffi/inotify";
 
 export type Identity = ReturnType<typeof callerIdentity>;
 
@@ -230,23 +230,50 @@ export async function copyNew(src: string, target: string, dirType: boolean, own
 
 /**
  * IN_CLOSE_WRITE of files in watched directories (one inotify instance on the
- * platform's event source): onClosed(dir, name) for each.
+ * platform's event source): onClosed(dir, name) for each. Nothing it is given throws
+ * into the event source: a failure of onClosed (each event on its own, so one failure
+ * does not lose the others of its batch) or of reading the events goes to onError;
+ * events the kernel dropped (its queue overflowed) are told to onOverflow.
  */
 export class DirWatcher {
   private readonly ino: Inotify;
   private readonly dirs = new Map<number, string>();
   private readonly wds = new Map<string, number>();
 
-  constructor(onClosed: (dir: string, name: string) => void) {
-    this.ino = new Inotify((events) => {
-      for (const ev of events) {
-        const dir = this.dirs.get(ev.wd);
-        if (ev.mask & IN_IGNORED) {
-          if (dir !== undefined) this.wds.delete(dir);
-          this.dirs.delete(ev.wd);
-        } else if (dir !== undefined && ev.mask & IN_CLOSE_WRITE && ev.name) onClosed(dir, ev.name);
+  constructor(onClosed: (dir: string, name: string) => void, on: { error: (e: unknown) => void; overflow: () => void }) {
+    const guarded = (fn: () => void) => {
+      try {
+        fn();
+      } catch (e) {
+        try {
+          on.error(e);
+        } catch {
+          /* the error report itself failed: nothing is left to tell */
+        }
       }
-    });
+    };
+    this.ino = new Inotify(
+      (events) => {
+        for (const ev of events) {
+          if (ev.mask & IN_Q_OVERFLOW) {
+            guarded(on.overflow);
+            continue;
+          }
+          const dir = this.dirs.get(ev.wd);
+          if (ev.mask & IN_IGNORED) {
+            if (dir !== undefined) this.wds.delete(dir);
+            this.dirs.delete(ev.wd);
+          } else if (dir !== undefined && ev.mask & IN_CLOSE_WRITE && ev.name) guarded(() => onClosed(dir, ev.name));
+        }
+      },
+      // A failed read may have lost events: what they would have told is checked again.
+      {
+        onError: (e) => {
+          guarded(() => on.error(e));
+          guarded(on.overflow);
+        },
+      },
+    );
   }
 
   add(dir: string) {

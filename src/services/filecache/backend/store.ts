@@ -1,8 +1,16 @@
 // The metadata store: SQLite (bun:sqlite) in WAL mode. Every change of the cache is
 // one transaction, so a SIGKILL leaves either the state before it or after it;
-// files on disk are reconciled against these rows at start (cache.ts).
+// files on disk are reconciled against these rows at start (cache.ts). On a full
+// file system a reserve file is given up so removals can be committed, and changes
+// already made in memory that still cannot be committed are kept and committed later
+// (docs/decisions/filecache.md, "A full disk: removals").
 // Why SQLite: docs/decisions/filecache.md, "Metadata store".
 import { Database, type Statement } from "bun:sqlite";
+import { closeSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { randomFillSync } from "node:crypto";
+import { dirname } from "node:path";
+import type { Logger } from "../../../core/log";
+import { freeBytes, storageCode } from "./files";
 
 export interface TypeRow {
   name: string;
@@ -47,9 +55,33 @@ CREATE INDEX IF NOT EXISTS objects_by_type ON objects(type);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
+export interface StoreOptions {
+  /** Bytes kept in a file beside the database (<file>-reserve), given up when a commit finds its file system full (0, the default: none). */
+  reserveBytes?: number;
+  log?: Logger;
+}
+
+/** One statement of a change, and what it concerns (backlog entries of the same key replace each other). */
+type Op = { key: string; run: () => void };
+
+/** SQLite's ways of saying the database's file system is full. */
+export const isFull = (e: unknown) => {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === "SQLITE_FULL" || code === "SQLITE_IOERR_SHMSIZE" || code === "ENOSPC" || code === "EDQUOT";
+};
+
 export class MetadataStore {
   private db: Database;
-  private depth = 0;
+  /** The statements of the open transaction, run at its end. */
+  private ops: Op[] | null = null;
+  /**
+   * Changes the cache has made in memory whose commit failed for lack of room or an
+   * I/O error: committed before anything else, as soon as a commit succeeds.
+   */
+  private backlog = new Map<string, () => void>();
+  private backlogSince = 0;
+  readonly reserve: Reserve;
+  private readonly log?: Logger;
   private s: {
     putType: Statement;
     deleteType: Statement;
@@ -63,7 +95,9 @@ export class MetadataStore {
     setLastId: Statement;
   };
 
-  constructor(readonly file: string) {
+  constructor(readonly file: string, opts: StoreOptions = {}) {
+    this.log = opts.log;
+    this.reserve = new Reserve(file + "-reserve", opts.reserveBytes ?? 0, opts.log);
     this.db = new Database(file, { create: true, strict: true });
     try {
       this.s = this.setUp();
@@ -71,6 +105,7 @@ export class MetadataStore {
       this.db.close();
       throw e;
     }
+    this.reserve.restore();
   }
 
   private setUp() {
@@ -110,49 +145,155 @@ export class MetadataStore {
   }
 
   /**
-   * Runs fn in one transaction (nested calls join the outer one): committed when fn
-   * returns, rolled back when fn or the commit fails (a full file system fails the
-   * commit: SQLITE_FULL), so a throw means nothing of it is stored.
+   * Runs fn in one transaction, all or nothing (nested calls join the outer one): the
+   * statements it makes are run at its end, with the backlog committed first. A throw
+   * (fn's, or the commit's: SQLITE_FULL when the file system is full) means nothing of
+   * fn is stored. It never spends the reserve: what it adds is refused on a full disk.
    */
   transaction<T>(fn: () => T): T {
-    if (this.depth > 0) return fn();
-    this.db.exec("BEGIN IMMEDIATE");
-    this.depth++;
+    if (this.ops) return fn();
+    const ops: Op[] = (this.ops = []);
+    let r: T;
     try {
-      const r = fn();
-      this.db.exec("COMMIT");
-      return r;
-    } catch (e) {
-      this.rollback();
-      throw e;
+      r = fn();
     } finally {
-      this.depth--;
+      this.ops = null;
     }
+    this.flushBacklog();
+    this.commit(ops, false);
+    return r;
   }
 
   /**
-   * Commits what fn did even when it throws (evictions already made stay made). When
-   * the commit itself fails the transaction is rolled back and the commit's error
-   * thrown (or fn's, when fn threw first).
+   * Runs fn, whose changes the cache has already made in memory (removals, uses,
+   * completed writes), and stores its statements even when fn throws. A commit that
+   * fails for lack of room is tried again after a checkpoint and then with the reserve
+   * given up; one that still fails for lack of room (or an I/O error, a read-only file
+   * system) is kept in the backlog and committed with the next commit that succeeds
+   * (retryBacklog, the next change): it is never thrown. Other errors roll back, drop
+   * the backlog (start-up reconciles the rows with the files) and are thrown.
    */
   transactionKeeping<T>(fn: () => T): T {
-    if (this.depth > 0) return fn();
-    this.db.exec("BEGIN IMMEDIATE");
-    this.depth++;
-    let returned = false;
+    if (this.ops) return fn();
+    const ops: Op[] = (this.ops = []);
+    let threw = true;
     try {
       const r = fn();
-      returned = true;
+      threw = false;
       return r;
     } finally {
-      this.depth--;
-      try {
-        this.db.exec("COMMIT");
-      } catch (e) {
-        this.rollback();
-        // Thrown in place of fn's result; when fn threw first, its error goes on instead.
-        if (returned) throw e;
+      this.ops = null;
+      for (const op of ops) this.toBacklog(op);
+      if (!threw) this.flushBacklog();
+      else {
+        try {
+          this.flushBacklog();
+        } catch (e) {
+          // fn's error goes on; this one is told here.
+          this.log?.error({ err: e }, "file cache: storing metadata changes failed");
+        }
       }
+    }
+  }
+
+  /** Statements are run at the end of their transaction (alone, one outside any). */
+  private record(key: string, run: () => void) {
+    if (this.ops) this.ops.push({ key, run });
+    else this.transaction(() => this.ops!.push({ key, run }));
+  }
+
+  /** Adds a statement to the backlog: the latest of the same key replaces an earlier one; an object's removal, its other updates. */
+  private toBacklog(op: Op) {
+    if (this.backlog.size === 0) this.backlogSince = Date.now();
+    const m = /^object\/(\d+)\/delete$/.exec(op.key);
+    if (m) for (const k of ["size", "lastUsed", "doomed", "finish"]) this.backlog.delete(`object/${m[1]}/${k}`);
+    this.backlog.delete(op.key);
+    this.backlog.set(op.key, op.run);
+  }
+
+  /** Statements of changes made in memory and not stored yet. */
+  get pending(): number {
+    return this.backlog.size;
+  }
+
+  /** Commits the backlog; true when nothing is left of it. Never throws for lack of room or an I/O error. */
+  retryBacklog(): boolean {
+    if (this.ops) return false;
+    this.flushBacklog();
+    return this.backlog.size === 0;
+  }
+
+  private flushBacklog() {
+    if (this.backlog.size === 0) return;
+    const ops = [...this.backlog.values()];
+    try {
+      this.commit(
+        ops.map((run) => ({ key: "", run })),
+        true,
+      );
+    } catch (e) {
+      if (storageCode(e)) {
+        if (!this.backlogFailing) this.log?.warn({ err: e, code: (e as { code?: string }).code, pending: this.backlog.size }, "file cache: metadata changes kept in memory until they can be stored");
+        this.backlogFailing = true;
+        return;
+      }
+      this.backlog.clear();
+      this.backlogFailing = false;
+      throw e;
+    }
+    // Only what was committed goes (nothing was added meanwhile: commits are synchronous).
+    this.backlog.clear();
+    if (this.backlogFailing) this.log?.info({ after_ms: Date.now() - this.backlogSince, statements: ops.length }, "file cache: metadata changes kept in memory are stored");
+    this.backlogFailing = false;
+  }
+  private backlogFailing = false;
+
+  /**
+   * BEGIN, the statements, COMMIT; rolled back on any failure. With `spend`, a file
+   * system found full is worked around: a checkpoint (the WAL's pages moved into the
+   * database, so the WAL is written from its start again, in blocks it already has),
+   * then the reserve given up; after a commit that needed the reserve, a checkpoint
+   * so the WAL's blocks are reused by the next commits.
+   */
+  private commit(ops: Op[], spend: boolean) {
+    if (ops.length === 0) return;
+    let first: unknown;
+    try {
+      return this.run(ops);
+    } catch (e) {
+      if (!spend || !isFull(e)) throw e;
+      first = e;
+    }
+    if (this.checkpoint()) {
+      try {
+        return this.run(ops);
+      } catch (e) {
+        if (!isFull(e)) throw e;
+      }
+    }
+    if (!this.reserve.release(first)) throw first;
+    this.run(ops);
+    this.checkpoint();
+  }
+
+  private run(ops: Op[]) {
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      for (const op of ops) op.run();
+      this.db.exec("COMMIT");
+    } catch (e) {
+      this.rollback();
+      throw e;
+    }
+  }
+
+  /** A passive checkpoint (never waits); true when every frame of the WAL reached the database. */
+  private checkpoint(): boolean {
+    try {
+      const r = this.db.query("PRAGMA wal_checkpoint(PASSIVE)").get() as { busy: number; log: number; checkpointed: number } | null;
+      return !!r && r.busy === 0 && r.log === r.checkpointed;
+    } catch {
+      return false;
     }
   }
 
@@ -183,41 +324,43 @@ export class MetadataStore {
   }
 
   putType(t: TypeRow) {
-    this.s.putType.run(t as any);
+    const row = { ...t };
+    this.record(`type/${t.name}`, () => this.s.putType.run(row as any));
   }
 
   deleteType(name: string) {
-    this.transaction(() => {
+    this.record(`type/${name}`, () => {
       this.s.deleteTypeObjects.run(name);
       this.s.deleteType.run(name);
     });
   }
 
   insertObject(o: ObjectRow) {
-    this.transaction(() => {
-      this.s.insertObject.run(o as any);
-      this.s.setLastId.run(o.id);
+    const row = { ...o };
+    this.record(`object/${o.id}/insert`, () => {
+      this.s.insertObject.run(row as any);
+      this.s.setLastId.run(row.id);
     });
   }
 
   deleteObject(id: number) {
-    this.s.deleteObject.run(id);
+    this.record(`object/${id}/delete`, () => this.s.deleteObject.run(id));
   }
 
   setSize(id: number, size: number) {
-    this.s.setSize.run(size, id);
+    this.record(`object/${id}/size`, () => this.s.setSize.run(size, id));
   }
 
   setLastUsed(id: number, lastUsed: number) {
-    this.s.setLastUsed.run(lastUsed, id);
+    this.record(`object/${id}/lastUsed`, () => this.s.setLastUsed.run(lastUsed, id));
   }
 
   setDoomed(id: number) {
-    this.s.setDoomed.run(id);
+    this.record(`object/${id}/doomed`, () => this.s.setDoomed.run(id));
   }
 
   finishWrite(id: number, size: number) {
-    this.s.finishWrite.run(size, id);
+    this.record(`object/${id}/finish`, () => this.s.finishWrite.run(size, id));
   }
 
   /**
@@ -227,7 +370,91 @@ export class MetadataStore {
    * in the middle of whoever opens the database next.
    */
   close() {
+    try {
+      this.flushBacklog();
+    } catch (e) {
+      this.log?.warn({ err: e }, "file cache: metadata changes not stored at stop (start-up reconciles them)");
+    }
+    if (this.backlog.size) this.log?.warn({ pending: this.backlog.size }, "file cache: metadata changes not stored at stop (start-up reconciles them)");
     for (const st of Object.values(this.s)) st.finalize();
     this.db.close();
+  }
+}
+
+/**
+ * A file of `bytes` reserved bytes beside the database. SQLite needs room to commit
+ * even a removal (its WAL grows by a frame per page changed), so on a full file system
+ * this file is unlinked to let removals be stored, and made again once its file system
+ * has room for it twice over. Its bytes are random: a compressing file system
+ * (UBIFS, btrfs) cannot make them smaller than they are.
+ */
+export class Reserve {
+  private held = false;
+  private shortLogged = false;
+
+  constructor(
+    readonly path: string,
+    readonly bytes: number,
+    private readonly log?: Logger,
+  ) {
+    let size = -1;
+    try {
+      size = statSync(path).size;
+    } catch {
+      /* none yet */
+    }
+    if (size >= 0 && size === bytes && bytes > 0) this.held = true;
+    else if (size >= 0) this.remove();
+  }
+
+  /** Whether the reserve is on disk now. */
+  get present(): boolean {
+    return this.held;
+  }
+
+  /** Gives the reserve up for a commit that found the file system full; false when there was none. */
+  release(cause: unknown): boolean {
+    if (!this.held) return false;
+    this.remove();
+    this.held = false;
+    this.shortLogged = false;
+    this.log?.warn({ path: this.path, bytes: this.bytes, code: (cause as { code?: string })?.code }, "file cache: the metadata's file system is full; its reserve is given up so that changes can be stored");
+    return true;
+  }
+
+  /** Makes the reserve again when its file system has room for it twice over; true when it is there. */
+  restore(): boolean {
+    if (this.held || this.bytes <= 0) return this.held;
+    const free = freeBytes(dirname(this.path));
+    if (free === null || free < 2 * this.bytes) {
+      if (!this.shortLogged) this.log?.warn({ path: this.path, bytes: this.bytes, free }, "file cache: the metadata's reserve cannot be made now; it is made once there is room");
+      this.shortLogged = true;
+      return false;
+    }
+    let fd = -1;
+    try {
+      fd = openSync(this.path, "w", 0o600);
+      const buf = randomFillSync(Buffer.allocUnsafe(this.bytes));
+      for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+      closeSync(fd);
+      fd = -1;
+    } catch (e) {
+      if (fd >= 0) closeSync(fd);
+      this.remove();
+      if (!this.shortLogged) this.log?.warn({ err: e, path: this.path, bytes: this.bytes }, "file cache: the metadata's reserve cannot be made now; it is made once there is room");
+      this.shortLogged = true;
+      return false;
+    }
+    this.held = true;
+    this.log?.info({ path: this.path, bytes: this.bytes }, "file cache: the metadata's reserve is made");
+    return true;
+  }
+
+  private remove() {
+    try {
+      unlinkSync(this.path);
+    } catch {
+      /* already gone */
+    }
   }
 }
