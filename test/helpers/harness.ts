@@ -157,3 +157,26 @@ export function binaryForAnyUser(dir: string): string {
   }
   return app;
 }
+
+/**
+ * One call from a separate process of another user: the shipped binary's `call`
+ * (`app`: see binaryForAnyUser) run through setpriv as `uid` with `groups` (none:
+ * --clear-groups). Resolves with the first response; `extra` are call options.
+ */
+export async function callAsUser(
+  who: { app: string; bus: string; cwd: string; uid: number; groups?: number[] },
+  uri: string,
+  payload: unknown,
+  extra: string[] = [],
+): Promise<any> {
+  const groups = who.groups?.length ? `--groups=${who.groups.join(",")}` : "--clear-groups";
+  const p = spawn(["setpriv", `--reuid=${who.uid}`, `--regid=${who.uid}`, groups, who.app, "call", "--bus", who.bus, ...extra, uri, JSON.stringify(payload)], {
+    cwd: who.cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { HOME: who.cwd, PATH: "/usr/bin:/bin" },
+  });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (!out.trim()) throw new Error(`call as ${who.uid} failed (${code}): ${err}`);
+  return JSON.parse(out.trim().split("\n")[0]!);
+}

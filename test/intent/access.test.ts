@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll, spawnScript } from "../helpers/harness";
+import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll, spawnScript, callAsUser } from "../helpers/harness";
 import { ensureAccounts } from "../layer/accounts";
 import { installApp, BROWSER_FILTERS } from "./apps";
 
@@ -64,12 +64,7 @@ describe.skipIf(skip !== null)("who follows and answers an intent", () => {
   });
 
   async function callAs(uid: number, method: string, payload: object) {
-    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", app, "call", "--bus", bus.address, `${INTENT}/${method}`, JSON.stringify(payload)], {
-      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (!out.trim()) throw new Error(`call as ${uid} failed (${code}): ${err}`);
-    return JSON.parse(out.trim().split("\n")[0]!);
+    return callAsUser({ app, bus: bus.address, cwd: dir, uid, groups: [] }, `${INTENT}/${method}`, payload);
   }
 
   const refusedFollow = (id: number) => ({

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { spawn, spawnSync } from "bun";
 import { miEnv, expectError, type MiEnv } from "./env";
 import { mp3, jpeg, put, mp4, mkv, hasFfmpeg } from "./media";
-import { BINARY, binaryForAnyUser, eventually, openBusToAll } from "../helpers/harness";
+import { BINARY, binaryForAnyUser, eventually, openBusToAll, callAsUser } from "../helpers/harness";
 import type { Json } from "../../src/core/errors";
 
 let mi: MiEnv;
@@ -265,12 +265,7 @@ describe("getMediaDbPermission", () => {
     openBusToAll(mi.env.bus.address);
     const app = binaryForAnyUser(dir);
     const callAs = async (uid: number, payload: object) => {
-      const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", app, "call", "--bus", mi.env.bus.address, `com.vendor.service.mediaindexer/getMediaDbPermission`, JSON.stringify(payload)], {
-        cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
-      });
-      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-      if (code !== 0) throw new Error(`call as ${uid}: ${err}`);
-      return JSON.parse(out) as Json;
+      return callAsUser({ app, bus: mi.env.bus.address, cwd: dir, uid, groups: [] }, `com.vendor.service.mediaindexer/getMediaDbPermission`, payload);
     };
     try {
       const r = await callAs(NOBODY, { serviceName: "com.vendor.service.mediaindexer" });

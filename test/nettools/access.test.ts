@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { spawn } from "bun";
-import { binaryForAnyUser } from "../helpers/harness";
+import { binaryForAnyUser, callAsUser } from "../helpers/harness";
 import { ensureAccounts } from "../layer/accounts";
 import { canRun, makeWorld, type World } from "./env";
 
@@ -31,13 +31,7 @@ describe.skipIf(skip !== null)("privileged methods: root and devservices-net", (
   });
 
   async function callAs(groups: number[], method: string, payload: object) {
-    const p = spawn(["setpriv", "--reuid=65534", "--regid=65534", groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-      app, "call", "--bus", w.bus.address, `com.vendor.service.nettools/${method}`, JSON.stringify(payload)], {
-      cwd: w.dir, stdout: "pipe", stderr: "pipe", env: { HOME: w.dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (!out.trim()) throw new Error(`call failed (${code}): ${err}`);
-    return JSON.parse(out);
+    return callAsUser({ app, bus: w.bus.address, cwd: w.dir, uid: 65534, groups }, `com.vendor.service.nettools/${method}`, payload);
   }
   const denied = (method: string) => `Permission denied: ${method} is for root and the service's access group`;
 

@@ -7,7 +7,7 @@ import { hostname } from "node:os";
 import { readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryForAnyUser, eventually } from "../helpers/harness";
+import { binaryForAnyUser, eventually, callAsUser } from "../helpers/harness";
 import { canRun, makeWorld, type World } from "./env";
 
 const skip = canRun();
@@ -32,13 +32,7 @@ describe.skipIf(skip !== null)("gethostname and sethostname", () => {
 
   /** `devservices call` as another user (the shipped binary). */
   async function callAs(uid: number, groups: number[], method: string, payload: object) {
-    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-      app, "call", "--bus", w.bus.address, `com.vendor.service.nettools/${method}`, JSON.stringify(payload)], {
-      cwd: w.dir, stdout: "pipe", stderr: "pipe", env: { HOME: w.dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (code !== 0) throw new Error(`call as ${uid} failed (${code}): ${err}`);
-    return JSON.parse(out);
+    return callAsUser({ app, bus: w.bus.address, cwd: w.dir, uid, groups }, `com.vendor.service.nettools/${method}`, payload);
   }
 
   test("gethostname answers the service's (UTS namespace's) name", async () => {

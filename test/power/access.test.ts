@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, ROOT, spawnScript, testEnv, type Env } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, ROOT, spawnScript, testEnv, type Env, callAsUser } from "../helpers/harness";
 import { ensureAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 
@@ -56,13 +56,7 @@ describe.skipIf(skip !== null)("power: callers' rights", () => {
 
   /** One call by a separate process of uid NOBODY (with the given groups), or of root. */
   async function callAs(uid: number, groups: number[], method: string, payload: object) {
-    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-      app, "call", "--bus", env.bus.address, "-w", "10000", `${POWER}/${method}`, JSON.stringify(payload)], {
-      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (code !== 0) throw new Error(`call as ${uid} failed (${code}): ${err}`);
-    return JSON.parse(out);
+    return callAsUser({ app, bus: env.bus.address, cwd: dir, uid, groups }, `${POWER}/${method}`, payload, ["-w", "10000"]);
   }
   const state = async () => (await root.call(POWER, "getState", {})).state as string;
   const actions = () => serve.lines.filter((l) => l.includes("virtual board powers off") || l.includes("virtual board reboots")).length;

@@ -10,7 +10,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
-import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll } from "../helpers/harness";
+import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll, callAsUser } from "../helpers/harness";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
@@ -89,13 +89,7 @@ describe.skipIf(skip !== null)("record: the caller's rights", () => {
   });
 
   async function callAs(uid: number, groups: number[], method: string, payload: Json = {}): Promise<Json> {
-    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-      app, "call", "--bus", bus.address, `${MAIN}/${method}`, JSON.stringify(payload)], {
-      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (code !== 0) throw new Error(`call as ${uid} failed (${code}): ${err}`);
-    return JSON.parse(out);
+    return callAsUser({ app, bus: bus.address, cwd: dir, uid, groups }, `${MAIN}/${method}`, payload);
   }
   const member = (method: string, payload: Json = {}) => callAs(NOBODY, [gid], method, payload);
 

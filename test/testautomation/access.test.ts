@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, spawnScript, testEnv, type Env } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, spawnScript, testEnv, type Env, callAsUser } from "../helpers/harness";
 import { ensureAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
@@ -50,13 +50,7 @@ describe.skipIf(skip !== null)("test automation: who may reach into applications
   });
 
   async function callAs(groups: number[], method: string, payload: object, extra: string[] = []) {
-    const p = spawn(["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-      app, "call", "--bus", env.bus.address, ...extra, `${TA}/${method}`, JSON.stringify(payload)], {
-      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (code !== 0) throw new Error(`call as ${NOBODY} failed (${code}): ${err}`);
-    return JSON.parse(out.split("\n")[0]!);
+    return callAsUser({ app, bus: env.bus.address, cwd: dir, uid: NOBODY, groups }, `${TA}/${method}`, payload, extra);
   }
 
   test("broadcastCommand: refused without the group (the application gets nothing), sent for a member", async () => {

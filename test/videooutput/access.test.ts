@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryBuilt, binaryForAnyUser, openBusToAll } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, openBusToAll, callAsUser } from "../helpers/harness";
 import { OK, voEnv, type VoEnv } from "./env";
 
 const GROUP = "devservices-votest";
@@ -34,13 +34,7 @@ describe.skipIf(skip !== null)("access: root and the media framework's group", (
   });
 
   async function callAs(uid: number, groups: number[], method: string, payload: object) {
-    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-      app, "call", "--bus", v.env.bus.address, `com.vendor.service.videooutput/${method}`, JSON.stringify(payload)], {
-      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (code !== 0) throw new Error(`call as ${uid} failed (${code}): ${err}`);
-    return JSON.parse(out);
+    return callAsUser({ app, bus: v.env.bus.address, cwd: dir, uid, groups }, `com.vendor.service.videooutput/${method}`, payload);
   }
 
   test("another uid is refused every method, reading ones included; nothing changes", async () => {

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryBuilt, binaryForAnyUser, openBusToAll, ROOT, spawnScript, testEnv, type Env } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, openBusToAll, ROOT, spawnScript, testEnv, type Env, callAsUser } from "../helpers/harness";
 import { ensureAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 import { OK, VO } from "./env";
@@ -54,13 +54,7 @@ describe.skipIf(skip !== null)("contexts belong to the registering uid", () => {
 
   /** One one-shot call by a separate process (its own connection, gone when it answers). */
   async function callAs(uid: number, groups: number[], method: string, payload: object) {
-    const p = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-      app, "call", "--bus", env.bus.address, `${VO}/${method}`, JSON.stringify(payload)], {
-      cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
-    });
-    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-    if (code !== 0) throw new Error(`call as ${uid} failed (${code}): ${err}`);
-    return JSON.parse(out);
+    return callAsUser({ app, bus: env.bus.address, cwd: dir, uid, groups }, `${VO}/${method}`, payload);
   }
   const status = async () => Object.fromEntries(((await root.call(VO, "getStatus", {})).video as { sink: string }[]).map((v) => [v.sink, v])) as Record<string, Record<string, unknown>>;
 
