@@ -42,7 +42,7 @@ test.skipIf(!binaryBuilt())("a log reader that stops reading does not stall the 
     expect(performance.now() - t0).toBeLessThan(2000);
     c.close();
   } finally {
-    Bun.spawnSync(["pkill", "-9", "-f", `--state-dir ${dir}`]);
+    Bun.spawnSync(["pkill", "-9", "-f", "--", `--state-dir ${dir}`]);
     p.kill(9);
     await bus.stop();
     rmSync(dir, { recursive: true, force: true });
