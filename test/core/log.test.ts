@@ -42,7 +42,8 @@ test.skipIf(!binaryBuilt())("a log reader that stops reading does not stall the 
     expect(performance.now() - t0).toBeLessThan(2000);
     c.close();
   } finally {
-    Bun.spawnSync(["pkill", "-9", "-f", "--", `--state-dir ${dir}`]);
+    // The pipeline's two processes (serve and sleep) are the shell's children.
+    Bun.spawnSync(["pkill", "-9", "-P", String(p.pid)]);
     p.kill(9);
     await bus.stop();
     rmSync(dir, { recursive: true, force: true });
