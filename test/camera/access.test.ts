@@ -9,7 +9,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
-import { BUN, ROOT, eventually, openBusToAll } from "../helpers/harness";
+import { BUN, ROOT, eventually, openBusToAll, swapAs } from "../helpers/harness";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
@@ -234,15 +234,7 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
     const outside = join(dir, "outside");
     mkdirSync(outside, { mode: 0o755 });
     // Another process of the caller's uid swaps mine/swap between a directory and a symlink, each for about a frame's time.
-    // (swapper.ts: mine/swap is, in turn, a directory of the caller's and a symlink to outside, 20 ms each)
-    mkdirSync(join(mine, "swap.dir"));
-    chownSync(join(mine, "swap.dir"), NOBODY, NOBODY);
-    symlinkSync(outside, join(mine, "swap.link"));
-    const swapper = spawn(
-      ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", BUN, join(ROOT, "test/fixtures/swapper.ts"),
-        join(mine, "swap"), join(mine, "swap.dir"), join(mine, "swap.link"), "20"],
-      { stdin: "ignore", stdout: "ignore", stderr: "inherit", env: { ...process.env, HOME: "/tmp" } },
-    );
+    const swapper = swapAs(NOBODY, join(mine, "swap"), outside, 20);
     const m = await clientAs(NOBODY, [gid]);
     let written = 0, refused = 0;
     try {

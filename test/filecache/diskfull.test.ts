@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fcEnv, expectError, BLOCK, type FcEnv } from "./env";
+import { fcEnv, expectError, BLOCK, fillBlocks, type FcEnv } from "./env";
 import { storageCode } from "../../src/services/filecache/backend/files";
 
 const MiB = 1024 * 1024;
@@ -26,19 +26,6 @@ function mountTmpfs(name: string, options: string): string {
   return dir;
 }
 
-/** Writes a filler file until the file system holding dir has no block left. */
-function fillBlocks(dir: string): string {
-  const f = join(dir, "filler");
-  const chunk = Buffer.alloc(BLOCK, 0x66);
-  for (;;) {
-    try {
-      appendFileSync(f, chunk);
-    } catch (e: any) {
-      if (e.code === "ENOSPC") return f;
-      throw e;
-    }
-  }
-}
 
 /** Creates empty files until the file system holding dir has no inode left. */
 function fillInodes(dir: string): string {

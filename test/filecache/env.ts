@@ -1,12 +1,28 @@
 // Shared set-up of the file cache tests: a private bus, the service on it with a
 // given configuration, and a short way to call it.
 import { expect } from "bun:test";
+import { appendFileSync } from "node:fs";
+import { join } from "node:path";
 import { testEnv, type Env } from "../helpers/harness";
 import type { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
 
 export const FC = "com.vendor.service.filecache";
 export const BLOCK = 4096;
+
+/** Writes a filler file into dir until its file system has no block left; returns the file. */
+export function fillBlocks(dir: string, name = "filler"): string {
+  const f = join(dir, name);
+  const chunk = Buffer.alloc(BLOCK, 0x66);
+  for (;;) {
+    try {
+      appendFileSync(f, chunk);
+    } catch (e: any) {
+      if (e.code === "ENOSPC") return f;
+      throw e;
+    }
+  }
+}
 
 export interface FcEnv {
   env: Env;

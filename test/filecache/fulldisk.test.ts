@@ -14,7 +14,7 @@ import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
 import { BUN, ROOT, eventually } from "../helpers/harness";
-import { FC, BLOCK } from "./env";
+import { FC, BLOCK, fillBlocks as fill } from "./env";
 
 const MiB = 1024 * 1024;
 const skip = process.getuid?.() !== 0 ? "needs root (mount)" : null;
@@ -30,19 +30,6 @@ function mountTmpfs(name: string, size: string): string {
   return dir;
 }
 
-/** Writes filler files until the file system holding dir has no block left; returns the file. */
-function fill(dir: string, name = "filler"): string {
-  const f = join(dir, name);
-  const chunk = Buffer.alloc(BLOCK, 0x66);
-  for (;;) {
-    try {
-      appendFileSync(f, chunk);
-    } catch (e: any) {
-      if (e.code === "ENOSPC") return f;
-      throw e;
-    }
-  }
-}
 
 const freeOf = (dir: string) => {
   const s = statfsSync(dir);

@@ -1,6 +1,6 @@
 // The test harness: a real private dbus-daemon, services started in-process (or as
 // the compiled binary), clients in this process or in child processes.
-import { chmodSync, copyFileSync, existsSync, linkSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { spawn, type Subprocess } from "bun";
@@ -179,4 +179,35 @@ export async function callAsUser(
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   if (!out.trim()) throw new Error(`call as ${who.uid} failed (${code}): ${err}`);
   return JSON.parse(out.trim().split("\n")[0]!);
+}
+
+/** A process's direct children (those of every thread), e.g. the handlers a service launched and has not reaped. */
+export function childrenOf(pid: number): number[] {
+  const pids: number[] = [];
+  if (!existsSync(`/proc/${pid}/task`)) throw new Error(`process ${pid} is gone`);
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(/\s+/)) if (c) pids.push(Number(c));
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return pids;
+}
+
+/**
+ * A process of uid (no groups) that makes `name` in turn a directory of its own and a
+ * symlink to `target`, `holdMs` each (test/fixtures/swapper.ts), until killed: a
+ * client racing a service's use of a path.
+ */
+export function swapAs(uid: number, name: string, target: string, holdMs: number): Subprocess {
+  mkdirSync(`${name}.dir`);
+  chownSync(`${name}.dir`, uid, uid);
+  symlinkSync(target, `${name}.link`);
+  return spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", BUN, join(ROOT, "test/fixtures/swapper.ts"), name, `${name}.dir`, `${name}.link`, String(holdMs)], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "inherit",
+    env: { ...process.env, HOME: "/tmp" },
+  });
 }

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { eventually, openBusToAll, BUN, ROOT } from "../helpers/harness";
+import { eventually, openBusToAll, BUN, ROOT, childrenOf } from "../helpers/harness";
 import { installApp, tempDir } from "./apps";
 
 export const INTENT = "com.vendor.service.intent";
@@ -58,18 +58,7 @@ export async function startIsolated(name: string, config: Record<string, unknown
   await eventually(async () => ((await client.call(INTENT, "query", {}).catch(() => ({}))) as { handlers?: unknown[] }).handlers?.length === 4, 15000, 50);
   const callers: Subprocess[] = [];
 
-  const children = () => {
-    const pids: number[] = [];
-    if (!existsSync(`/proc/${server.pid}/task`)) throw new Error(`the service (pid ${server.pid}) is gone`);
-    for (const task of readdirSync(`/proc/${server.pid}/task`)) {
-      try {
-        for (const p of readFileSync(`/proc/${server.pid}/task/${task}/children`, "utf8").trim().split(/\s+/)) if (p) pids.push(Number(p));
-      } catch {
-        /* the thread ended */
-      }
-    }
-    return pids;
-  };
+  const children = () => childrenOf(server.pid);
 
   const as: Isolated["as"] = async (uid, fixture, args, until) => {
     const proc = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", BUN, join(ROOT, "test/fixtures", fixture), ...args], {

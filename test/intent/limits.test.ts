@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { eventually, openBusToAll, BUN, ROOT } from "../helpers/harness";
+import { eventually, openBusToAll, BUN, ROOT, childrenOf } from "../helpers/harness";
 import { installApp, tempDir } from "./apps";
 
 const skip = process.getuid?.() !== 0 ? "needs root (setpriv)" : null;
@@ -120,16 +120,7 @@ afterAll(async () => {
 
 /** The service's direct children (every handler it launched and has not reaped yet). */
 function children(): number[] {
-  const pids: number[] = [];
-  if (!existsSync(`/proc/${server.pid}/task`)) throw new Error(`the service (pid ${server.pid}) is gone`);
-  for (const task of readdirSync(`/proc/${server.pid}/task`)) {
-    try {
-      for (const p of readFileSync(`/proc/${server.pid}/task/${task}/children`, "utf8").trim().split(/\s+/)) if (p) pids.push(Number(p));
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return pids;
+  return childrenOf(server.pid);
 }
 
 /** Children that have exited but were not reaped. */

@@ -10,7 +10,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
-import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll, callAsUser } from "../helpers/harness";
+import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll, callAsUser, swapAs } from "../helpers/harness";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
@@ -203,15 +203,7 @@ describe.skipIf(skip !== null)("record: the caller's rights", () => {
     const outside = join(dir, "outside");
     mkdirSync(outside, { mode: 0o755 });
     // Another process of the caller's uid swaps mine/swap between a directory and a symlink.
-    // (swapper.ts: mine/swap is, in turn, a directory of the caller's and a symlink to outside, 10 ms each)
-    mkdirSync(join(mine, "swap.dir"));
-    chownSync(join(mine, "swap.dir"), NOBODY, NOBODY);
-    symlinkSync(outside, join(mine, "swap.link"));
-    const swapper = spawn(
-      ["setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", BUN, join(ROOT, "test/fixtures/swapper.ts"),
-        join(mine, "swap"), join(mine, "swap.dir"), join(mine, "swap.link"), "10"],
-      { stdin: "ignore", stdout: "ignore", stderr: "inherit", env: { ...process.env, HOME: "/tmp" } },
-    );
+    const swapper = swapAs(NOBODY, join(mine, "swap"), outside, 10);
     let started = 0, refused = 0;
     try {
       const end = Date.now() + 15000;
