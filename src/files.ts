@@ -52,50 +52,25 @@ export function callerFiles(own: string[]): CallerFiles {
     return n | fsx.O_NOCTTY | fsx.O_NOFOLLOW;
   };
 
-  const as = (caller: Caller) => identityOf(caller);
+  /** Runs one request with the caller's rights on a checked path; failures become PathRefused. */
+  const asCaller = async <T>(caller: Caller, path: string, op: (who: fsx.Identity, p: string) => Promise<T>): Promise<T> => {
+    const p = check(path);
+    try {
+      return await op(identityOf(caller), p);
+    } catch (e) {
+      throw refused(path, e);
+    }
+  };
 
   return {
     check,
-    async open(caller, path, flags, mode = 0o644) {
-      const p = check(path);
-      try {
-        return await fsx.openAs(as(caller), p, flagsOf(flags), mode);
-      } catch (e) {
-        throw refused(path, e);
-      }
-    },
-    async unlink(caller, path) {
-      const p = check(path);
-      try {
-        await fsx.unlinkAs(as(caller), p);
-      } catch (e) {
-        throw refused(path, e);
-      }
-    },
-    async rmdir(caller, path) {
-      const p = check(path);
-      try {
-        await fsx.unlinkAs(as(caller), p, true);
-      } catch (e) {
-        throw refused(path, e);
-      }
-    },
-    async mkdir(caller, path, mode = 0o755) {
-      const p = check(path);
-      try {
-        await fsx.mkdirAs(as(caller), p, mode);
-      } catch (e) {
-        throw refused(path, e);
-      }
-    },
-    async may(caller, path, what) {
-      const p = check(path);
-      const mode = (what.includes("r") ? fsx.R_OK : 0) | (what.includes("w") ? fsx.W_OK : 0) | (what.includes("x") ? fsx.X_OK : 0);
-      try {
-        return await fsx.accessAs(as(caller), p, mode);
-      } catch (e) {
-        throw refused(path, e);
-      }
-    },
+    open: (caller, path, flags, mode = 0o644) => asCaller(caller, path, (who, p) => fsx.openAs(who, p, flagsOf(flags), mode)),
+    unlink: (caller, path) => asCaller(caller, path, (who, p) => fsx.unlinkAs(who, p)),
+    rmdir: (caller, path) => asCaller(caller, path, (who, p) => fsx.unlinkAs(who, p, true)),
+    mkdir: (caller, path, mode = 0o755) => asCaller(caller, path, (who, p) => fsx.mkdirAs(who, p, mode)),
+    may: (caller, path, what) =>
+      asCaller(caller, path, (who, p) =>
+        fsx.accessAs(who, p, (what.includes("r") ? fsx.R_OK : 0) | (what.includes("w") ? fsx.W_OK : 0) | (what.includes("x") ? fsx.X_OK : 0)),
+      ),
   };
 }

@@ -10,7 +10,6 @@ import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
 
 /** Largest method call the hosting connection reads whole (4 x the payload limit: a JSON string's UTF-8 on the wire, with its escapes). */
 export const maxRequestMessage = (payloadBytes: number) => 4 * payloadBytes;
-export const MAX_REQUEST_MESSAGE = maxRequestMessage(PAYLOAD_LIMITS.maxBytes);
 import { ServiceError, type Json } from "../core/errors";
 import { FdReply, schemaOf, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule } from "../core/access";
@@ -156,7 +155,7 @@ export class BusServer {
     const conn = await connectBus(address, {
       negotiateUnixFd: true,
       receiveFds: process.env.DEVSERVICES_BUS_TRANSPORT === "poll",
-      // A request is at most PAYLOAD_LIMITS.maxBytes of JSON; a message far larger is
+      // A request is at most limits.payloadBytes of JSON; a message far larger is
       // dropped as it arrives (never held in memory) and answered as over the limits.
       maxIncoming: maxRequestMessage(payloadBytes),
     });
