@@ -38,22 +38,29 @@ export function withPriority(line: string): string {
 /** Log bytes held while the reader (the journal, a pipe) is slower than the writer; past it lines are dropped and counted. */
 export const LOG_BUFFER_BYTES = 4 << 20;
 
-/** Lines dropped because the log's reader could not keep up (told in the next line that fits). */
-export const logDrops = { lines: 0 };
+/** Lines dropped because the log's reader could not keep up, not told yet: the next line says how many (`droppedLines`). */
+let dropped = 0;
 
 function create(level: string, destination?: number | string): Logger {
   const journal = writesToJournal(destination ?? 1);
   // Never written synchronously: a journal or pipe that stops reading would stall the
   // event loop, and with it every service. Lines wait in a bounded buffer instead.
   const dest = pino.destination({ dest: destination ?? 1, sync: false, maxLength: LOG_BUFFER_BYTES });
-  dest.on("drop", () => void logDrops.lines++);
+  // A dropped line that was to tell earlier drops gives its count back.
+  dest.on("drop", (line: string) => void (dropped += 1 + Number(/^[^{]*\{"level":\d+,"time":\d+,"pid":\d+,"droppedLines":(\d+)/.exec(String(line))?.[1] ?? 0)));
   dest.on("error", () => {});
   process.once("exit", () => {
     try {
       dest.flushSync();
     } catch {}
   });
-  return pino({ level, base: { pid: process.pid }, ...(journal ? { hooks: { streamWrite: withPriority } } : {}) }, dest);
+  const mixin = () => {
+    if (!dropped) return {};
+    const n = dropped;
+    dropped = 0;
+    return { droppedLines: n };
+  };
+  return pino({ level, base: { pid: process.pid }, mixin, ...(journal ? { hooks: { streamWrite: withPriority } } : {}) }, dest);
 }
 
 /**

@@ -49,3 +49,51 @@ test.skipIf(!binaryBuilt())("a log reader that stops reading does not stall the 
     rmSync(dir, { recursive: true, force: true });
   }
 }, 60000);
+
+test("lines a stalled reader cannot take are dropped, never held past the buffer, and the next line that fits says how many", async () => {
+  const { configureLogging, LOG_BUFFER_BYTES } = await import("../../src/core/log");
+  const { libc, ptr } = await import("../../src/ffi/libc");
+  const fds = new Int32Array(2);
+  expect(libc.pipe2(ptr(fds), 0o4000 /* O_NONBLOCK */)).toBe(0);
+  const [r, w] = [fds[0]!, fds[1]!];
+  try {
+    const log = configureLogging("info", w);
+    const line = "x".repeat(1000);
+    // Far more than the pipe (64 KiB) and the buffer hold, with nobody reading.
+    const lines = Math.floor((3 * LOG_BUFFER_BYTES) / 1000);
+    for (let i = 0; i < lines; i++) log.info({ i }, line);
+    // Now read everything the buffer held; then one more line, which says how many were dropped.
+    const buf = new Uint8Array(1 << 16);
+    let text = "";
+    let quiet = 0;
+    const drain = () => {
+      let got = false;
+      for (;;) {
+        const n = Number(libc.read(r, ptr(buf), buf.length));
+        if (n <= 0) return got;
+        got = true;
+        text += Buffer.from(buf.subarray(0, n)).toString();
+      }
+    };
+    await eventually(async () => {
+      quiet = drain() ? 0 : quiet + 1;
+      await Bun.sleep(5);
+      return quiet > 20;
+    }, 20000, 1);
+    log.info("after the flood");
+    await eventually(async () => {
+      drain();
+      await Bun.sleep(5);
+      return text.includes("after the flood");
+    }, 5000, 1);
+    const last = JSON.parse(text.trim().split("\n").at(-1)!);
+    expect(last.msg).toBe("after the flood");
+    expect(last.droppedLines).toBeGreaterThan(LOG_BUFFER_BYTES / 1100);
+    const kept = text.trim().split("\n").length;
+    // Every line is either read or counted as dropped; the buffer never held more than its bound.
+    expect(kept + last.droppedLines).toBe(lines + 1);
+  } finally {
+    configureLogging("silent");
+    libc.close(r);
+  }
+}, 30000);
