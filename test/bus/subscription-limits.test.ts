@@ -2,7 +2,7 @@
 // recipe `limits`): the excess is refused with a sentence, nothing is kept for it,
 // and a cancelled or departed subscription frees its place.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { testEnv, eventually, type Env } from "../helpers/harness";
+import { testEnv, eventually, openBusToAll, spawnScript, type Env } from "../helpers/harness";
 import { loadBoard } from "../../src/core/board";
 
 let env: Env;
@@ -66,3 +66,28 @@ test("the payload limits come from the recipe too: size and depth, checked befor
     await e.stop();
   }
 });
+
+test.skipIf(process.getuid?.() !== 0)("as uid 65534 from separate processes: the bounds hold per connection and per uid", async () => {
+  openBusToAll(env.bus.address);
+  const as65534 = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+  const run = () => spawnScript("test/fixtures/subscriber.ts", ["power2", "getState", "6"], { DEVSERVICES_BUS: env.bus.address, HOME: "/tmp" }, as65534);
+  const before = env.rt!.server.stats().subscriptions;
+  const a = run();
+  try {
+    await eventually(() => a.lines.filter((l) => l.startsWith("subscribed")).length === 6, 15000);
+    const answers = (p: ReturnType<typeof run>) => p.lines.filter((l) => l.startsWith("subscribed")).map((l) => JSON.parse(l.slice(11)));
+    expect(answers(a).filter((r) => r.subscribed === true).length).toBe(5);
+    expect(answers(a).at(-1)).toMatchObject({ returnValue: false, errorText: "Too many subscriptions: a client may hold 5 at once" });
+    const b = run();
+    try {
+      await eventually(() => b.lines.filter((l) => l.startsWith("subscribed")).length === 6, 15000);
+      expect(answers(b).filter((r) => r.subscribed === true).length).toBe(3);
+      expect(answers(b).at(-1)).toMatchObject({ returnValue: false, errorText: "Too many subscriptions: the clients of one user may hold 8 at once" });
+      expect(env.rt!.server.stats().subscriptions).toBe(before + 8);
+    } finally {
+      await b.kill();
+    }
+  } finally {
+    await a.kill();
+  }
+}, 40000);
