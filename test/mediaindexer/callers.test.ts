@@ -9,7 +9,7 @@
 // - requestDelete deletes only what the caller may delete, and says so when not;
 // - getMediaDbPermission is for root and the devservices-media group.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, lchownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lchownSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, spawnSync, type Subprocess } from "bun";
@@ -32,6 +32,8 @@ describe.skipIf(skip !== null)("the media indexer acts with the caller's rights"
   let svc: Subprocess;
   let root: BusClient;
   let media: number;
+  /** A group of grantGroups in the test's board (members may grant for any service). */
+  let granting: number;
   const p = (...parts: string[]) => join(base, ...parts);
 
   /** A file or directory of root with a mode (and a group). */
@@ -46,7 +48,7 @@ describe.skipIf(skip !== null)("the media indexer acts with the caller's rights"
   };
 
   beforeAll(async () => {
-    media = ensureAccounts().gids["devservices-media"];
+    ({ "devservices-media": media, devservices: granting } = ensureAccounts().gids);
     env = await testEnv();
     openBusToAll(env.bus.address);
     base = mkdtempSync(join(tmpdir(), "mediaindexer-callers-"));
@@ -76,7 +78,7 @@ describe.skipIf(skip !== null)("the media indexer acts with the caller's rights"
     const board = p("board.json");
     writeFileSync(board, JSON.stringify({
       name: "mi-callers", backend: "virtual", services: ["mediaindexer"],
-      serviceConfig: { mediaindexer: { mediaRoots: [], removableRoot: null, plugins: ["storage"], rescanInterval: 0, detect: false } },
+      serviceConfig: { mediaindexer: { mediaRoots: [], removableRoot: null, plugins: ["storage"], rescanInterval: 0, detect: false, grantGroups: ["devservices"] } },
     }));
     svc = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", env.bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "fatal"], {
       stdout: "ignore", stderr: "inherit",
@@ -229,6 +231,53 @@ describe.skipIf(skip !== null)("the media indexer acts with the caller's rights"
     const r = readDb();
     expect(r.err).toBe("");
     expect(Number(r.out)).toBeGreaterThan(0);
+  }, 60000);
+
+  test("getMediaDbPermission for another service: refused to a devservices-media member, allowed with a grantGroups group too", async () => {
+    expect(await one([media], "getMediaDbPermission", { serviceName: "root" })).toMatchObject({ returnValue: false, errorCode: -1, errorText: "getMediaDbPermission: permission denied" });
+    expect(await one([media, granting], "getMediaDbPermission", { serviceName: "root" })).toEqual({ returnValue: true, errorCode: 0, errorText: "No Error" });
+  }, 60000);
+
+  test("requestDelete of a path not indexed: refused to uid 65534 in a directory it may not search, count 0 for root", async () => {
+    const uri = `file://${p("secret/none.mp3")}`;
+    expect(await one([], "requestDelete", { uri })).toMatchObject({ returnValue: false, errorCode: -1, errorText: "requestDelete: permission denied" });
+    expect(await root.call(MI, "requestDelete", { uri })).toEqual({ returnValue: true, count: 0, errorCode: 0, errorText: "No Error" });
+  }, 60000);
+
+  test("requestMediaScan of a device URI walks with the caller's rights, not the device owner's", async () => {
+    song(p("grpdev/open.mp3"), "Grpdev Open");
+    song(p("grpdev/group/g.mp3"), "Grpdev Group");
+    own(p("grpdev/group"), 0o750, 0, media);
+    // The device is uid 65534's (no groups): its directory of the group is not indexed.
+    expect(await one([], "requestMediaScan", { path: p("grpdev") })).toMatchObject({ returnValue: true, errorText: "No error" });
+    await idle();
+    expect(await indexed()).toContain("Grpdev Open");
+    expect(await indexed()).not.toContain("Grpdev Group");
+    // The same uid with the group, naming the device by its URI: the group's directory too.
+    expect(await one([media], "requestMediaScan", { path: `storage://${p("grpdev")}` })).toMatchObject({ returnValue: true, errorText: "No error" });
+    await idle();
+    expect(await indexed()).toContain("Grpdev Group");
+  }, 60000);
+
+  test("a device a uid 65534 request made is scanned with its rights later (a directory moved in, noticed by inotify)", async () => {
+    song(p("owned/first.mp3"), "Owned First");
+    chownSync(p("owned"), NOBODY, NOBODY);
+    expect(await one([], "requestMediaScan", { path: p("owned") })).toMatchObject({ returnValue: true, errorText: "No error" });
+    await idle();
+    const uri = `storage://${p("owned")}`;
+    const lastScan = async () => {
+      const r = await root.call(MI, "getDeviceList", {});
+      return (r.pluginList as Json[]).flatMap((pl) => pl.deviceList as Json[]).find((d) => d.uri === uri)?.lastScan as Json | undefined;
+    };
+    const before = (await lastScan())?.at;
+    // Root's tree, with a directory only root may read, moved in at once: the scan inotify queues has the owner's rights.
+    song(p("stage/late/open.mp3"), "Late Open");
+    song(p("stage/late/closed/x.mp3"), "Late Closed");
+    own(p("stage/late/closed"), 0o700);
+    renameSync(p("stage/late"), p("owned/late"));
+    await eventually(async () => (await indexed()).includes("Late Open") && (await lastScan())?.at !== before, 20000, 20);
+    await idle();
+    expect(await indexed()).not.toContain("Late Closed");
   }, 60000);
 
   test("a directory swapped with a symlink to a root-only one while uid 65534's scans run: the root-only files are never indexed", async () => {
