@@ -8,7 +8,7 @@ import { opendir, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path";
 import { ok, raise, type Json } from "../../core/errors";
 import { defineService, PathRefused, type Subscription, type Caller, type ServiceContext } from "../../core/service";
-import { callerGroups, group, groupId } from "../../core/access";
+import { allowed, group } from "../../core/access";
 import { closeFd } from "../../ffi/libc";
 import { api } from "./schemas";
 import { E, NOT_HANDLED_METHODS } from "./errors";
@@ -308,11 +308,12 @@ export default defineService({
       return activeOnly && all.some((p) => p.active) ? all.filter((p) => p.active) : all;
     };
 
+    /** Root and grantGroups members may grant for any service (the platform's group rule). */
+    const grantRule = group(...cfg.grantGroups);
     /** Past the method's group rule: root and grantGroups members grant for any service, the others for their own only. */
     const mayGrant = async (caller: Caller, req: { serviceName?: string }) => {
-      if (caller.uid === 0 || typeof req.serviceName !== "string" || req.serviceName === caller.name) return true;
-      const gids = callerGroups(caller);
-      if (cfg.grantGroups.some((g) => gids.includes(groupId(g) ?? -1))) return true;
+      if (typeof req.serviceName !== "string" || req.serviceName === caller.name) return true;
+      if (await allowed(grantRule, caller, req)) return true;
       if (!isBusName(req.serviceName) || req.serviceName.startsWith(":")) return false;
       try {
         const r = await ctx.peers.callRaw({
