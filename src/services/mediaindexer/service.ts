@@ -92,7 +92,10 @@ export default defineService({
       method === "requestMediaScan"
         ? { errorCode: -1, errorText: E.scanFailed.text }
         : { errorCode: -1, errorText: `${method}: ${(e as Error)?.message ?? String(e)}` },
-    denied: (method) => ({ errorCode: -1, errorText: `${method}: permission denied` }),
+    denied: (method) => {
+      const { code, text } = E.denied(method);
+      return { errorCode: code, errorText: text };
+    },
   },
 
   async create(ctx) {
