@@ -2,9 +2,9 @@
 // device, queued and coalesced; counts per device; the plugin factory. The service
 // (service.ts) maps the spec's methods onto it and owns the subscriptions.
 import type { Logger } from "../../core/log";
-import type { Caller, CallerFiles } from "../../core/service";
+import { PathRefused, type Caller, type CallerFiles } from "../../core/service";
 import { closeFd } from "../../ffi/libc";
-import { ownerFromJson, ownerToJson, restricted, rightsKey } from "./rights";
+import { ownerFromJson, ownerToJson, restricted, rightsKey, REFUSED_ERRNO } from "./rights";
 import type { MediaIndexerConfig, PluginName } from "./config";
 import { PLUGIN_NAMES } from "./config";
 import { MediaStore } from "./backend/store";
@@ -302,14 +302,22 @@ export class Indexer {
   /** Whether a directory can be read and searched: by `as` (opened with its rights, no symlink on the path), or by the service. */
   async readable(dir: string, as?: Caller): Promise<boolean> {
     if (!restricted(as)) return readableDir(dir);
-    if (!this.files) return false;
-    try {
-      closeFd(await this.files.open(as, dir, { read: true, directory: true }));
-      return await this.files.may(as, dir, "x");
-    } catch {
-      return false;
-    }
+    return !(await this.refusal(dir, as));
   }
+
+  /** Why `as` may not read and search a directory (opened with its rights, no symlink on the path): the errno name and which it may not do; undefined when it may. */
+  async refusal(dir: string, as: Caller): Promise<{ errno: string; what: "read" | "search" } | undefined> {
+    if (!this.files) return { errno: "EACCES", what: "read" };
+    let fd: number;
+    try {
+      fd = await this.files.open(as, dir, { read: true, directory: true });
+    } catch (e) {
+      return { errno: e instanceof PathRefused ? REFUSED_ERRNO[e.reason] : "EACCES", what: "read" };
+    }
+    closeFd(fd);
+    return (await this.files.may(as, dir, "x").catch(() => false)) ? undefined : { errno: "EACCES", what: "search" };
+  }
+
 
   localDevices(): Device[] {
     return [...this.devices.values()].filter((d) => d.available && LOCAL.includes(d.plugin));

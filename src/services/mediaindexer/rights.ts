@@ -4,7 +4,7 @@
 // later scan of that device walks as the owner), and lists answer it only entries of
 // directories the kernel lets it read.
 import { identityOf } from "../../core/access";
-import type { Caller } from "../../core/service";
+import type { Caller, PathRefused } from "../../core/service";
 
 /**
  * The caller's uid and groups as they are now, kept for scans that run later (after
@@ -38,3 +38,9 @@ export function ownerFromJson(s: string | null | undefined): Caller | undefined 
     return nobody;
   }
 }
+
+/** Why a path a client named was refused, as an errno name (requestMediaScan's errno field). */
+export const REFUSED_ERRNO: Record<PathRefused["reason"], string> = {
+  relative: "EINVAL", traversal: "EINVAL", own: "EACCES", denied: "EACCES", symlink: "ELOOP", exists: "EEXIST",
+  missing: "ENOENT", notdir: "ENOTDIR", isdir: "EISDIR", special: "ENXIO", nospace: "ENOSPC", other: "EIO",
+};

@@ -9,7 +9,6 @@ import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path";
 import { ok, raise, type Json } from "../../core/errors";
 import { defineService, PathRefused, type Subscription, type Caller, type ServiceContext } from "../../core/service";
 import { allowed, group } from "../../core/access";
-import { closeFd } from "../../ffi/libc";
 import { api } from "./schemas";
 import { E, NOT_HANDLED_METHODS } from "./errors";
 import { loadConfig, PLUGIN_NAMES, type MediaIndexerConfig, type PluginName } from "./config";
@@ -17,7 +16,7 @@ import { MediaStore } from "./backend/store";
 import { mediaType, extensionOf, KIND_CODE, BAD, type Kind } from "./backend/kinds";
 import { Slicer } from "./backend/scanner";
 import { Indexer, describeScan, isLocal, type Device, type Monitor, type ScanOutcome } from "./indexer";
-import { frozen, restricted } from "./rights";
+import { frozen, restricted, REFUSED_ERRNO } from "./rights";
 import type { MediaRow } from "./backend/store";
 import { sqliteErrno } from "./backend/failure";
 import type { ScanResult } from "./backend/scanner";
@@ -67,12 +66,6 @@ interface ListSub {
   /** The subscriber's rights, as at subscription: its entries are those of directories it may read. */
   who: Caller;
 }
-
-/** Why a path a client named was refused, as an errno name (requestMediaScan's errno field). */
-const REFUSED_ERRNO: Record<PathRefused["reason"], string> = {
-  relative: "EINVAL", traversal: "EINVAL", own: "EACCES", denied: "EACCES", symlink: "ELOOP", exists: "EEXIST",
-  missing: "ENOENT", notdir: "ENOTDIR", isdir: "EISDIR", special: "ENXIO", nospace: "ENOSPC", other: "EIO",
-};
 
 export default defineService({
   spec: {
@@ -340,16 +333,8 @@ export default defineService({
         if (why) failScan({ errno: why, path, reason: `${path} is not a readable directory (${why})` });
         return;
       }
-      let fd: number;
-      try {
-        fd = await ctx.files.open(as, path, { read: true, directory: true });
-      } catch (e) {
-        const errno = e instanceof PathRefused ? REFUSED_ERRNO[e.reason] : "EACCES";
-        failScan({ errno, path, reason: `${path} is not a directory the caller may read (${errno})` });
-      }
-      closeFd(fd);
-      if (!(await ctx.files.may(as, path, "x").catch(() => false)))
-        failScan({ errno: "EACCES", path, reason: `${path} is not a directory the caller may search (EACCES)` });
+      const no = await ix.refusal(path, as);
+      if (no) failScan({ errno: no.errno, path, reason: `${path} is not a directory the caller may ${no.what} (${no.errno})` });
     };
 
     const uidOf = async (serviceName: string, caller: Caller): Promise<number> => {
