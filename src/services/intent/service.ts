@@ -115,7 +115,7 @@ export default defineService({
     const processes = new HandlerProcessLimits({ perUid: cfg.maxHandlerProcessesPerUid, total: cfg.maxHandlerProcesses });
     // And a launch from the uid's budget of launches a second, taken once a place is given.
     const rate = new LaunchRate({ perSecond: cfg.maxLaunchesPerUidPerSecond, burst: cfg.launchBurstPerUid ?? cfg.maxHandlerProcessesPerUid });
-    // A refused caller tends to ask again at once: one line per uid and bound per 10 s.
+    // A refused caller tends to ask again at once: one line per uid and kind of refusal per 10 s.
     const refusals = new Throttle();
     function refuse(r: Refusal | RateRefusal, handler: HandlerEntry, caller: Caller): never {
       const reason = refusalReason(r);
@@ -157,7 +157,9 @@ export default defineService({
      */
     const requireRequester = (rec: RunningIntent, caller: Caller) => {
       if (typeof ctx.leases.forActor(caller, requesterKey(rec.id)) !== "string") return;
-      ctx.log.warn({ intentId: rec.id, caller: caller.name, uid: caller.uid, pid: caller.pid }, "result subscription refused: not the requester");
+      refusals.log(`${caller.uid}/follow`, (repeated) =>
+        ctx.log.warn({ intentId: rec.id, caller: caller.name, uid: caller.uid, pid: caller.pid, ...(repeated ? { repeated } : {}) }, "result subscription refused: not the requester"),
+      );
       raise(E.invalidParameter, { reason: `intent ${rec.id} was started by another user; only its requester and root may follow its results` });
     };
 
@@ -175,7 +177,12 @@ export default defineService({
         ok = held !== "others";
       }
       if (ok) return;
-      ctx.log.warn({ intentId: rec.id, handler: rec.handler.name, handlerPid: rec.pid, sender: caller.name, senderPid: caller.pid, uid: caller.uid }, "result refused: not from the handler");
+      refusals.log(`${caller.uid}/answer`, (repeated) =>
+        ctx.log.warn(
+          { intentId: rec.id, handler: rec.handler.name, handlerPid: rec.pid, sender: caller.name, senderPid: caller.pid, uid: caller.uid, ...(repeated ? { repeated } : {}) },
+          "result refused: not from the handler",
+        ),
+      );
       raise(E.invalidParameter, { reason: `intent ${rec.id} was routed to ${rec.handler.name}; results are accepted from it only` });
     };
 
