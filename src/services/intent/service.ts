@@ -49,7 +49,9 @@ interface RunningIntent {
   pid?: number;
   timer?: ReturnType<typeof setTimeout>;
   /** The requester's uid holds the intent's results (uidOwner: the intent outlives its connection). */
-  requester?: Lease;
+  requester: Lease;
+  /** Where the handler's process is not known: the uid of its first result, which alone answers from then on. */
+  answerer?: Lease;
 }
 
 /** The topic of an intent's result subscribers (start with subscribe, subscribeResult). */
@@ -135,8 +137,8 @@ export default defineService({
       intents.delete(rec.id);
       clearTimeout(rec.timer);
       ctx.topics.end(resultKey(rec.id));
-      rec.requester?.release();
-      for (const l of ctx.leases.holders(answererKey(rec.id))) l.release();
+      rec.requester.release();
+      rec.answerer?.release();
       ctx.log.debug({ intentId: rec.id, handler: rec.handler.name, why }, "intent ended");
     };
 
@@ -156,7 +158,7 @@ export default defineService({
      * lease registry decides). Others are "Invalid parameter" with a reason, logged.
      */
     const requireRequester = (rec: RunningIntent, caller: Caller) => {
-      if (typeof ctx.leases.forActor(caller, requesterKey(rec.id)) !== "string") return;
+      if (ctx.leases.forActor(caller, requesterKey(rec.id)) === rec.requester) return;
       refusals.log(`${caller.uid}/follow`, (repeated) =>
         ctx.log.warn({ intentId: rec.id, caller: caller.name, uid: caller.uid, pid: caller.pid, ...(repeated ? { repeated } : {}) }, "result subscription refused: not the requester"),
       );
@@ -173,7 +175,7 @@ export default defineService({
       if (rec.pid !== undefined) ok = isProcessOrDescendant(caller.pid, rec.pid);
       else {
         const held = ctx.leases.forActor(caller, answererKey(rec.id));
-        if (held === "free") ctx.leases.take(uidOwner(caller.uid), answererKey(rec.id));
+        if (held === "free") rec.answerer = ctx.leases.take(uidOwner(caller.uid), answererKey(rec.id));
         ok = held !== "others";
       }
       if (ok) return;
