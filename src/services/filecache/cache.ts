@@ -4,7 +4,7 @@
 // Choices where the spec is silent: docs/decisions/filecache.md.
 import { basename, dirname, isAbsolute, join, relative, resolve, extname } from "node:path";
 import { raise } from "../../core/errors";
-import type { Logger } from "../../core/log";
+import { Throttle, type Logger } from "../../core/log";
 import { E, type Row } from "./errors";
 import { BLOCK, type FileCacheConfig } from "./config";
 import { IndexedHeap } from "./heap";
@@ -140,6 +140,8 @@ export class FileCache {
   /** Runs retryPending() while work is left that could not be done: metadata not stored, sizes not checked, the reserve not made. */
   private retryTimer?: ReturnType<typeof setTimeout>;
   private closed = false;
+  /** Calls refused by a full or failing storage: a client can repeat them, so their log lines are throttled. */
+  private readonly storageRefusals = new Throttle();
 
   private constructor(
     readonly cfg: FileCacheConfig,
@@ -682,7 +684,7 @@ export class FileCache {
     const code = files.storageCode(e);
     const why = code ? STORAGE_FAILURES[code] : undefined;
     if (!why) throw e;
-    this.log.warn({ err: e, path, code }, "cache object not created: its storage failed");
+    this.storageRefusals.log(`${m}/${code}`, (repeated) => this.log.warn({ err: e, path, code, repeated }, "cache object not created: its storage failed"));
     return code === "ENOSPC" || code === "EDQUOT" ? E.noSpaceOnStorage(m, type, size, why) : E.storageFailed(m, type, why);
   }
 
@@ -796,7 +798,7 @@ export class FileCache {
     } catch (e) {
       const code = files.storageCode(e);
       if (!code || !STORAGE_FAILURES[code]) throw e;
-      this.log.warn({ err: e, path: o.path, code }, "cache object not resized: its storage failed");
+      this.storageRefusals.log(`${M}/${code}`, (repeated) => this.log.warn({ err: e, path: o.path, code, repeated }, "cache object not resized: its storage failed"));
       raise(E.cannotResize(M, o.path, STORAGE_FAILURES[code]!));
     }
     this.setSize(o, newSize);
