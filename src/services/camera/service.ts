@@ -20,7 +20,7 @@ import {
 } from "../../ffi/shm";
 import { fourcc } from "../../ffi/v4l2";
 import * as tj from "../../ffi/turbojpeg";
-import { api, DEFAULT_GROUP, PROPERTY_NAMES } from "./schemas";
+import { api, PROPERTY_NAMES } from "./schemas";
 import { E, badHandle } from "./errors";
 import { loadCameraOptions, type CameraOptionsT } from "./config";
 import { ringSize, RingWriter } from "./ring";
@@ -536,15 +536,15 @@ export default defineService({
     // The table's rule (root and devservices-camera), another group or any caller
     // (accessGroup), and with appIds also the appId a caller passes.
     const appIds = o.appIds;
-    const access = appIds
-      ? {
-        open: {
+    const access = {
+      open: appIds
+        ? {
           test: async (caller: Caller, req: { appId?: string }) =>
             (await allowed(openRule, caller, req)) && (req.appId === undefined || appIds.includes(req.appId)),
           describe: `${describeRule(openRule)}, passing no appId or one of ${appIds.join(", ")}`,
-        },
-      }
-      : o.accessGroup !== DEFAULT_GROUP ? { open: openRule } : undefined;
+        }
+        : openRule,
+    };
 
     return {
       access,

@@ -15,7 +15,7 @@ import { uidOwner, type Lease } from "../../core/leases";
 import { group, type AccessRule } from "../../core/access";
 import type { Board } from "../../core/board";
 import * as gst from "../../ffi/gst";
-import { api, DEFAULT_GROUP, type StartRequest } from "./schemas";
+import { api, type StartRequest } from "./schemas";
 import { E } from "./errors";
 import { plan, readRecipe, PlanError, CAMERA_APPSRC, type CameraStream, type Recipe } from "./recipe";
 import { FrameReader } from "../camera/reader";
@@ -401,7 +401,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
   const controls = ["start", "stop", "pause", "resume"] as const;
 
   return {
-    access: options.accessGroup !== DEFAULT_GROUP ? Object.fromEntries(controls.map((m) => [m, rule])) : undefined,
+    access: Object.fromEntries(controls.map((m) => [m, rule])),
     handlers: {
       start: (req, call) => start(req, call.caller),
       stop: (_req, call) => stop(call.caller),
