@@ -473,15 +473,16 @@ export class FileCache {
   /**
    * Why a name cannot be one file name (InsertCacheObject's fileName, the name of a
    * copy), or null: empty, "." or "..", holding "/" or a control character (U+0000
-   * to U+001F, U+007F), or longer than maxFileNameBytes in UTF-8.
+   * to U+001F, U+007F), or longer than maxFileNameBytes in UTF-8. `kind` tells the
+   * cases CopyCacheObject answers with rows of their own (control, long) from the rest.
    */
-  fileNameProblem(name: string): string | null {
-    if (name.length === 0) return "the name is empty";
-    if (name === "." || name === "..") return `the name is ${JSON.stringify(name)}`;
-    if (name.includes("/")) return "the name holds '/'";
-    if (CONTROL.test(name)) return "the name holds control characters";
+  fileNameProblem(name: string): { kind: "none" | "control" | "long"; why: string } | null {
+    if (name.length === 0) return { kind: "none", why: "the name is empty" };
+    if (name === "." || name === "..") return { kind: "none", why: `the name is ${JSON.stringify(name)}` };
+    if (name.includes("/")) return { kind: "none", why: "the name holds '/'" };
+    if (CONTROL.test(name)) return { kind: "control", why: "the name holds control characters" };
     const bytes = Buffer.byteLength(name);
-    if (bytes > this.cfg.maxFileNameBytes) return `the name is ${bytes} bytes long, more than ${this.cfg.maxFileNameBytes}`;
+    if (bytes > this.cfg.maxFileNameBytes) return { kind: "long", why: `the name is ${bytes} bytes long, more than ${this.cfg.maxFileNameBytes}` };
     return null;
   }
 
@@ -628,7 +629,7 @@ export class FileCache {
     const t = this.types.get(req.typeName);
     if (!t) return raise(E.typeMissing(M, req.typeName));
     const badName = this.fileNameProblem(req.fileName);
-    if (badName) raise(E.badFileName(M, badName));
+    if (badName) raise(E.badFileName(M, badName.why));
     const size = req.size !== undefined ? wholeBytes(req.size) : t.size > 0 ? t.size : 0;
     if (size <= 0) raise(E.noSize(M, t.name));
     if (t.dirType && size <= BLOCK) raise(E.dirTypeTooSmall(M, t.name));
@@ -818,9 +819,9 @@ export class FileCache {
   async copy(o: CacheObject, destination: string | undefined, fileName: string | undefined, caller: Identity | null, as: CopyAs): Promise<string> {
     const M = "CopyCacheObject";
     const name = fileName ?? o.fileName;
-    if (!name || name === "." || name === ".." || name.includes("/")) raise(E.noFileName(M, o.path));
-    if (CONTROL.test(name)) raise(E.controlInName(M, o.path));
-    if (Buffer.byteLength(name) > this.cfg.maxFileNameBytes) raise(E.nameTooLong(M, name));
+    // The same rule as InsertCacheObject's fileName, answered with CopyCacheObject's rows (-192).
+    const badName = this.fileNameProblem(name);
+    if (badName) raise(badName.kind === "control" ? E.controlInName(M, o.path) : badName.kind === "long" ? E.nameTooLong(M, name) : E.noFileName(M, o.path));
     if (destination === undefined) return this.copyToOwnDirectory(o, name, caller);
     if (CONTROL.test(destination)) raise(E.controlInDestination(M, destination));
     if (!isAbsolute(destination)) raise(E.invalidDestination(M, destination));
