@@ -13,6 +13,7 @@ import { ok, raise, type ErrorRow } from "../../core/errors";
 import { defineService, FdReply, PathRefused, type Caller } from "../../core/service";
 import { LeaseConflict, type Lease } from "../../core/leases";
 import { allowed, describeRule, group, type AccessRule } from "../../core/access";
+import { Throttle } from "../../core/log";
 import { closeFd, libc } from "../../ffi/libc";
 import {
   addSeals, eventfd, eventfdSignal, F_SEAL_FUTURE_WRITE, F_SEAL_GROW, F_SEAL_SHRINK, ftruncate, IPC_CREAT, IPC_EXCL, memfdCreate,
@@ -171,6 +172,8 @@ export default defineService({
     const captureDir = o.captureDir ?? join(ctx.stateDir, "captures");
     mkdirSync(captureDir, { recursive: true });
     const openRule: AccessRule = o.accessGroup === "*" ? "any" : group(o.accessGroup);
+    // What a client can cause on every call (another's handle, a path it may not use): one line per uid and kind per 10 s.
+    const refusals = new Throttle();
 
     const cameras = new Map<string, Camera>();
     const byKey = new Map<string, Camera>();
@@ -262,7 +265,10 @@ export default defineService({
     const handleOf = (method: string, n: number, caller: Caller, opts: { primary?: boolean; present?: boolean } = {}): Handle => {
       const h = handles.get(n);
       if (!h || !mayUse(h, caller, method)) {
-        if (h) ctx.log.warn({ method, handle: n, caller: caller.name, uid: caller.uid, holder: h.owner }, "refused: the handle is another client's");
+        if (h)
+          refusals.log(`${caller.uid} handle`, (repeated) =>
+            ctx.log.warn({ method, handle: n, caller: caller.name, uid: caller.uid, holder: h.owner, ...(repeated ? { repeated } : {}) }, "refused: the handle is another client's"),
+          );
         raise(badHandle(method));
       }
       if (opts.primary && !h.primary) raise(badHandle(method));
@@ -498,11 +504,14 @@ export default defineService({
         dir = ctx.files.check(path);
         may = await ctx.files.may(caller, dir, "wx");
       } catch (e) {
-        ctx.log.warn({ path, reason: e instanceof PathRefused ? e.reason : String(e), uid: caller.uid }, "capture refused: the path");
+        const reason = e instanceof PathRefused ? e.reason : String(e);
+        refusals.log(`${caller.uid} path`, (repeated) => ctx.log.warn({ path, reason, uid: caller.uid, ...(repeated ? { repeated } : {}) }, "capture refused: the path"));
         raise(E.cannotWrite);
       }
       if (!may) {
-        ctx.log.warn({ path, uid: caller.uid }, "capture refused: the caller may not create files there");
+        refusals.log(`${caller.uid} path`, (repeated) =>
+          ctx.log.warn({ path, uid: caller.uid, ...(repeated ? { repeated } : {}) }, "capture refused: the caller may not create files there"),
+        );
         raise(E.cannotWrite);
       }
       return { dir, caller };
