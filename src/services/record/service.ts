@@ -13,6 +13,7 @@ import { raise, ok, type ErrorRow, type Json } from "../../core/errors";
 import { defineService, PathRefused, type Caller, type ServiceModule, type ServiceContext, type ServiceInstance } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
 import { group, type AccessRule } from "../../core/access";
+import { Throttle } from "../../core/log";
 import type { Board } from "../../core/board";
 import * as gst from "../../ffi/gst";
 import { api, type StartRequest } from "./schemas";
@@ -136,6 +137,8 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
   const warmed = () => (warm ??= warmUp(recipe, ctx.log));
   if (options.preload) void warmed();
   const log = ctx.log;
+  // What a client can cause on every call (another's recording, a path it may not use): one line per uid and kind per 10 s.
+  const refusals = new Throttle();
 
   let state: RecorderState = "idle";
   let rec: Recording | undefined;
@@ -269,7 +272,9 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
    */
   const mayControl = (method: string, caller: Caller, r: Recording, refusal: ErrorRow) => {
     if (ctx.leases.forActor(caller, RECORDING) === r.lease) return;
-    log.warn({ method, uid: caller.uid, caller: caller.name, owner: r.lease.owner }, "refused: the recording is another user's");
+    refusals.log(`${caller.uid} control`, (repeated) =>
+      log.warn({ method, uid: caller.uid, caller: caller.name, owner: r.lease.owner, ...(repeated ? { repeated } : {}) }, "refused: the recording is another user's"),
+    );
     raise(refusal);
   };
 
@@ -304,7 +309,10 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       lease.release();
       setState(before);
       if (!(e instanceof PathRefused)) throw e;
-      log.warn({ path: req.path, reason: e.reason, errno: e.errno, uid: caller.uid }, "start refused: the output file cannot be created for the caller");
+      const { reason, errno } = e;
+      refusals.log(`${caller.uid} path`, (repeated) =>
+        log.warn({ path: req.path, reason, errno, uid: caller.uid, ...(repeated ? { repeated } : {}) }, "start refused: the output file cannot be created for the caller"),
+      );
       raise(E.notCreated);
     }
     let pipeline: gst.Pipeline;
