@@ -762,9 +762,14 @@ export class FileCache {
   }
 
   private touchNow(o: CacheObject) {
-    o.lastUsed = this.now();
-    o.expiresAt = o.lastUsed + o.lifetime * 1000;
+    this.stamp(o, this.now());
     this.store.setLastUsed(o.id, o.lastUsed);
+  }
+
+  /** Marks o used at now in memory: its expiry and its place in the eviction order follow. */
+  private stamp(o: CacheObject, now: number) {
+    o.lastUsed = now;
+    o.expiresAt = now + o.lifetime * 1000;
     this.index(o);
   }
 
@@ -803,9 +808,7 @@ export class FileCache {
       raise(E.cannotResize(M, o.path, STORAGE_FAILURES[code]!));
     }
     this.setSize(o, newSize);
-    o.lastUsed = now;
-    o.expiresAt = now + o.lifetime * 1000;
-    this.index(o);
+    this.stamp(o, now);
   }
 
   /**
