@@ -258,11 +258,11 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
   };
 
   /** Removes the file a failed start created (with the caller's rights: only what the caller could remove). */
-  const removeOutput = async (r: Recording) => {
+  const removeOutput = async ({ caller, path }: { caller: Caller; path: string }) => {
     try {
-      await ctx.files.unlink(r.caller, r.path);
+      await ctx.files.unlink(caller, path);
     } catch (e) {
-      log.warn({ path: r.path, reason: e instanceof PathRefused ? e.reason : String(e) }, "the file of a failed start was not removed");
+      log.warn({ path, reason: e instanceof PathRefused ? e.reason : String(e) }, "the file of a failed start was not removed");
     }
   };
 
@@ -323,7 +323,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
       log.warn({ err: e, description: p.description }, "start refused: the pipeline cannot be built");
       closeFd(fd);
       lease.release();
-      await removeOutput({ caller, path: req.path } as Recording);
+      await removeOutput({ caller, path: req.path });
       setState(before);
       raise(E.notCreated);
     }
