@@ -167,6 +167,23 @@ describe.skipIf(skip !== null)("record: the caller's rights", () => {
     }
   }, 90000);
 
+  test("a recording paused by its uid: another uid of the group may not resume (6) or stop (4) it; it stays paused for its owner", async () => {
+    const path = join(mine, "paused.mp4");
+    try {
+      expect(await member("start", { video: VIDEO, format: "MP4", path })).toEqual(OK);
+      expect(await member("pause")).toEqual(OK);
+      expect(await callAs(OTHER, [gid], "resume")).toEqual(E6);
+      expect(await callAs(OTHER, [gid], "stop")).toEqual(E4);
+      // Still paused: the owner's resume is the one that applies.
+      expect(await member("pause")).toEqual(E6);
+      expect(await member("resume")).toEqual(OK);
+      expect(await member("stop")).toEqual(OK);
+      expect(statSync(path).uid).toBe(NOBODY);
+    } finally {
+      await idle();
+    }
+  }, 60000);
+
   test("containers that seek in their file (mp4mux without fragments, matroskamux) write the caller's file through its fd", async () => {
     try {
       for (const [format, file] of [["MOV", "plain.mp4"], ["MKV", "rec.mkv"]] as const) {
