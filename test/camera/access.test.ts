@@ -5,7 +5,7 @@
 // private bus; clients are processes of other uids (setpriv) running
 // test/fixtures/camera-client.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
@@ -35,9 +35,68 @@ function tree(dir: string): string[] {
   return out.sort();
 }
 
+/** The gid of a system group, made when it does not exist. */
+const groupGid = (name: string) =>
+  Number(Bun.spawnSync(["sh", "-c", `getent group ${name} || (groupadd --system ${name} && getent group ${name})`]).stdout.toString().trim().split(":")[2]);
+
 interface Client {
   call(method: string, payload?: Json): Promise<Json>;
   close(): Promise<void>;
+}
+
+/** A client process of uid with groups (none: no supplementary groups) on the bus at address; it is added to clients. */
+async function clientOf(address: string, home: string, clients: Client[], uid: number, groups: number[]): Promise<Client> {
+  const p = spawn(
+    ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups", BUN, join(ROOT, "test/fixtures/camera-client.ts")],
+    { stdin: "pipe", stdout: "pipe", stderr: "inherit", env: { DEVSERVICES_BUS: address, HOME: home, PATH: process.env.PATH ?? "/usr/bin:/bin" } },
+  );
+  const lines: string[] = [];
+  const waiting: ((l: string) => void)[] = [];
+  void (async () => {
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const chunk of p.stdout) {
+      buf += dec.decode(chunk);
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const l = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        const w = waiting.shift();
+        if (w) w(l);
+        else lines.push(l);
+      }
+    }
+  })();
+  const next = () =>
+    new Promise<Json>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`client of uid ${uid}: no answer`)), 25000);
+      const take = (l: string) => {
+        clearTimeout(t);
+        resolve(JSON.parse(l));
+      };
+      const l = lines.shift();
+      if (l !== undefined) take(l);
+      else waiting.push(take);
+    });
+  await next(); // ready
+  let queue = Promise.resolve();
+  const c: Client = {
+    call(method, payload = {}) {
+      const r = queue.then(() => {
+        p.stdin.write(`${JSON.stringify([method, payload])}\n`);
+        p.stdin.flush();
+        return next();
+      });
+      queue = r.then(() => {}, () => {});
+      return r;
+    },
+    async close() {
+      p.kill("SIGKILL");
+      await p.exited;
+    },
+  };
+  clients.push(c);
+  return c;
 }
 
 describe.skipIf(skip !== null)("camera: the caller's rights", () => {
@@ -49,7 +108,7 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
   const clients: Client[] = [];
 
   beforeAll(async () => {
-    gid = Number(Bun.spawnSync(["sh", "-c", `getent group ${GROUP} || (groupadd --system ${GROUP} && getent group ${GROUP})`]).stdout.toString().trim().split(":")[2]);
+    gid = groupGid(GROUP);
     bus = await startPrivateBus();
     openBusToAll(bus.address);
     dir = mkdtempSync(join(tmpdir(), "camera-access-"));
@@ -82,60 +141,7 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A client process of uid with groups (none: no supplementary groups). */
-  async function clientAs(uid: number, groups: number[]): Promise<Client> {
-    const p = spawn(
-      ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups", BUN, join(ROOT, "test/fixtures/camera-client.ts")],
-      { stdin: "pipe", stdout: "pipe", stderr: "inherit", env: { DEVSERVICES_BUS: bus.address, HOME: home, PATH: process.env.PATH ?? "/usr/bin:/bin" } },
-    );
-    const lines: string[] = [];
-    const waiting: ((l: string) => void)[] = [];
-    void (async () => {
-      const dec = new TextDecoder();
-      let buf = "";
-      for await (const chunk of p.stdout) {
-        buf += dec.decode(chunk);
-        let i;
-        while ((i = buf.indexOf("\n")) >= 0) {
-          const l = buf.slice(0, i);
-          buf = buf.slice(i + 1);
-          const w = waiting.shift();
-          if (w) w(l);
-          else lines.push(l);
-        }
-      }
-    })();
-    const next = () =>
-      new Promise<Json>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`client of uid ${uid}: no answer`)), 25000);
-        const take = (l: string) => {
-          clearTimeout(t);
-          resolve(JSON.parse(l));
-        };
-        const l = lines.shift();
-        if (l !== undefined) take(l);
-        else waiting.push(take);
-      });
-    await next(); // ready
-    let queue = Promise.resolve();
-    const c: Client = {
-      call(method, payload = {}) {
-        const r = queue.then(() => {
-          p.stdin.write(`${JSON.stringify([method, payload])}\n`);
-          p.stdin.flush();
-          return next();
-        });
-        queue = r.then(() => {}, () => {});
-        return r;
-      },
-      async close() {
-        p.kill("SIGKILL");
-        await p.exited;
-      },
-    };
-    clients.push(c);
-    return c;
-  }
+  const clientAs = (uid: number, groups: number[]) => clientOf(bus.address, home, clients, uid, groups);
 
   const openAndStart = async (c: Client) => {
     const o = await c.call("open", { id: "camera1" });
@@ -257,5 +263,68 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
     // The swap raced the captures: some met the symlink (refused), some the directory.
     expect(refused).toBeGreaterThan(0);
     expect(readdirSync(outside)).toEqual([]);
+  }, 60000);
+});
+
+describe.skipIf(skip !== null)("camera: a configured access group and appIds", () => {
+  /** The group the board names in place of devservices-camera. */
+  const CONFIGURED = "devservices-camtest";
+  const APP = "com.vendor.app.camera";
+  let bus: PrivateBus;
+  let control: BusClient;
+  let dir: string;
+  let service: Subprocess;
+  const clients: Client[] = [];
+
+  beforeAll(async () => {
+    bus = await startPrivateBus();
+    openBusToAll(bus.address);
+    dir = mkdtempSync(join(tmpdir(), "camera-access-group-"));
+    chmodSync(dir, 0o755);
+    const board = join(dir, "board.json");
+    writeFileSync(board, JSON.stringify({
+      name: "camera-access-group", backend: "virtual", services: ["camera2"],
+      serviceConfig: { camera2: { accessGroup: CONFIGURED, appIds: [APP] } },
+    }));
+    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "camera2", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error"], {
+      cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "inherit",
+    });
+    control = await BusClient.connect(bus.address);
+    await eventually(() => control.hasOwner(CAMERA), 20000, 50);
+  }, 30000);
+
+  afterEach(async () => {
+    for (const c of clients.splice(0)) await c.close();
+  });
+
+  afterAll(async () => {
+    control?.close();
+    service?.kill("SIGKILL");
+    await service?.exited;
+    await bus?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("open is for the configured group in place of devservices-camera, and a listed appId lets no one else in", async () => {
+    const configured = groupGid(CONFIGURED);
+    const table = groupGid(GROUP);
+    const as = (groups: number[]) => clientOf(bus.address, dir, clients, NOBODY, groups);
+    const refused = err(3, "Cannot open device");
+    // A listed appId is not a credential: without the group it opens nothing.
+    const none = await as([]);
+    expect(await none.call("open", { id: "camera1", appId: APP })).toEqual(refused);
+    expect(await none.call("open", { id: "camera1" })).toEqual(refused);
+    // The table's group is replaced by the configured one.
+    const tableMember = await as([table]);
+    expect(await tableMember.call("open", { id: "camera1", appId: APP })).toEqual(refused);
+    expect(await tableMember.call("open", { id: "camera1" })).toEqual(refused);
+    // A member of the configured group: an unlisted appId is refused, a listed one or none opens.
+    const member = await as([configured]);
+    expect(await member.call("open", { id: "camera1", appId: "com.other.app" })).toEqual(refused);
+    for (const payload of [{ id: "camera1", appId: APP }, { id: "camera1" }]) {
+      const o = await member.call("open", payload);
+      expect(o).toEqual({ returnValue: true, handle: expect.any(Number) });
+      expect(await member.call("close", { handle: o.handle as number })).toEqual({ returnValue: true });
+    }
   }, 60000);
 });
