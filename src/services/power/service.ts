@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { raise, ok } from "../../core/errors";
 import { defineService, type Caller, type Subscription } from "../../core/service";
 import { mayAct, type Lease, type ReleaseReason } from "../../core/leases";
+import { Throttle } from "../../core/log";
 import { api, setStateAccess } from "./schemas";
 import { E } from "./errors";
 import { PowerMachine, type PowerEvent, type Transition } from "./machine";
@@ -254,6 +255,16 @@ export default defineService({
       lease.release();
     };
 
+    // A client can repeat a refused call at will: one line per uid per 10 s, with the count held back.
+    const refusals = new Throttle();
+    /** errorPermissionDenied for an act on clientId's lock by a caller that may not act on it. */
+    const deny = (caller: Caller, clientId: string): never => {
+      refusals.log(`${caller.uid} wakelock`, (repeated) =>
+        ctx.log.warn({ clientId, caller: caller.name, uid: caller.uid, ...(repeated ? { repeated } : {}) }, "wake lock of another client refused"),
+      );
+      return raise(E.denied);
+    };
+
     /**
      * The lock of clientId as caller may act on it: the lease when caller is that
      * client's connection or root (the registry decides), "free" when there is none,
@@ -261,11 +272,7 @@ export default defineService({
      */
     const lockFor = (caller: Caller, clientId: string): Lease<WakeLock> | "free" => {
       const l = ctx.leases.forActor<WakeLock>(caller, lockKey(clientId));
-      if (l === "others") {
-        ctx.log.warn({ clientId, caller: caller.name, uid: caller.uid }, "wake lock of another client refused");
-        raise(E.denied);
-      }
-      return l;
+      return l === "others" ? deny(caller, clientId) : l;
     };
 
     /** releaseWakeLock and notifyAlarmExpiry: the lock of clientId, or the spec's error. */
@@ -284,12 +291,9 @@ export default defineService({
       handlers: {
         async acquireWakeLock(req, call) {
           if (!isRegistered(req.clientId)) raise(E.notRegistered);
-          // Renewing: the holder's (or root's) act; a new lock: taken for clientId, so
-          // by the connection that lease will belong to, or root.
-          if (lockFor(call.caller, req.clientId) === "free" && !mayAct(call.caller, { owner: req.clientId })) {
-            ctx.log.warn({ clientId: req.clientId, caller: call.caller.name, uid: call.caller.uid }, "wake lock for another client refused");
-            raise(E.denied);
-          }
+          // The lock, held or not, is a lease owned by clientId: taking or renewing it
+          // is for that connection or root (the registry's rule).
+          if (!mayAct(call.caller, { owner: req.clientId })) deny(call.caller, req.clientId);
           if (running) raise(E.busy);
           acquire(req.clientId, call.caller.name, req.timeout);
           await syncInhibitor();
