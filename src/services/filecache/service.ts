@@ -41,6 +41,9 @@ const typesOf = (cache: FileCache) => {
  */
 const open: FileCache[] = [];
 
+/** The methods typeGroup governs. */
+const TYPE_METHODS = ["DefineType", "ChangeType", "DeleteType"] as const;
+
 /** The rule of the type methods: root and typeGroup ("*": any caller). */
 const typeRule = (typeGroup: string): AccessRule => (typeGroup === "*" ? "any" : group(typeGroup));
 
@@ -126,8 +129,8 @@ export default defineService({
     };
 
     return {
-      // A board recipe or FileCache.conf may widen the type methods' rule (typeGroup "*"); the runtime logs it.
-      access: cfg.typeGroup === TYPE_GROUP ? {} : { DefineType: typeRule(cfg.typeGroup), ChangeType: typeRule(cfg.typeGroup), DeleteType: typeRule(cfg.typeGroup) },
+      // The type methods' rule from typeGroup (a board recipe or FileCache.conf may widen it, "*"; the runtime logs a rule other than the table's).
+      access: Object.fromEntries(TYPE_METHODS.map((m) => [m, typeRule(cfg.typeGroup)])),
       handlers: {
         ChangeType(req, call) {
           ownType("ChangeType", req.typeName, call.caller);
