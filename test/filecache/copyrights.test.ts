@@ -1,12 +1,14 @@
 // CopyCacheObject writes a destination the caller names with the caller's rights:
 // absolute paths only, never the service's state directory, no symbolic link on
 // the path (not even one swapped in while the copy is under way). The service runs
-// in its own process; the caller is uid 65534 (a separate process, setpriv).
+// in its own process; the caller is uid 65534 (a separate process, setpriv), with a
+// group where one is named.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnScript } from "../helpers/harness";
+import { ensureAccounts } from "../layer/accounts";
 import { apart, cannotRun, type Apart } from "./apart";
 import { expectError } from "./env";
 
@@ -79,6 +81,39 @@ describe.skipIf(skip !== null)("CopyCacheObject with the caller's rights", () =>
     expectError(await a.call("CopyCacheObject", { pathName: p, destination: link }), -193, /the path holds a symbolic link/);
     expect(readdirSync(roots)).toEqual([]);
     expect(readdirSync(mine)).toEqual(["link"]);
+  }, 30000);
+
+  test("a dirType object: its tree is made with the caller's rights (-193 where it may not write, nothing left there); the copy's directories and files are the caller's", async () => {
+    const { mine, roots } = dirs("tree");
+    expect(await a.call("DefineType", { typeName: "trees", loWatermark: 0, hiWatermark: 1 << 20, size: 4 * 4096, dirType: true })).toEqual({ returnValue: true });
+    const tree = (await a.callAs(APP, [], "InsertCacheObject", { typeName: "trees", fileName: "album" })).pathName as string;
+    mkdirSync(join(tree, "sub"));
+    writeFileSync(join(tree, "a.txt"), "top");
+    writeFileSync(join(tree, "sub", "b.txt"), "nested");
+    expectError(await a.callAs(APP, [], "CopyCacheObject", { pathName: tree, destination: roots }), -193, `CopyCacheObject: no write permission on destination: ${roots}`);
+    expect(readdirSync(roots)).toEqual([]);
+    const r = await a.callAs(APP, [], "CopyCacheObject", { pathName: tree, destination: mine });
+    expect(r).toEqual({ returnValue: true, newPathName: join(mine, "album") });
+    for (const [rel, content] of [["a.txt", "top"], ["sub/b.txt", "nested"]]) expect(readFileSync(join(mine, "album", rel!), "utf8")).toBe(content!);
+    for (const rel of ["", "sub", "a.txt", "sub/b.txt"]) expect(statSync(join(mine, "album", rel)).uid).toBe(APP);
+    expect(await a.call("ExpireCacheObject", { pathName: tree })).toEqual({ returnValue: true });
+  }, 30000);
+
+  test("without a destination (the copy directory, written with the service's rights): only a caller whose uid or groups may write it copies there", async () => {
+    const { gids } = ensureAccounts();
+    const copies = join(a.stateDir, "filecache", "copies");
+    chownSync(copies, 0, gids["devservices-test"]);
+    chmodSync(copies, 0o775);
+    expectError(await a.callAs(APP, [], "CopyCacheObject", { pathName: p }), -193, `CopyCacheObject: no write permission on destination: ${copies}`);
+    expectError(await a.callAs(APP, [gids["devservices-cache"]], "CopyCacheObject", { pathName: p }), -193, `CopyCacheObject: no write permission on destination: ${copies}`);
+    expect(readdirSync(copies)).toEqual([]);
+    const r = await a.callAs(APP, [gids["devservices-test"]], "CopyCacheObject", { pathName: p });
+    expect(r).toEqual({ returnValue: true, newPathName: join(copies, "note.txt") });
+    expect(statSync(r.newPathName).uid).toBe(APP);
+    expect(readFileSync(r.newPathName, "utf8")).toBe("the object");
+    rmSync(r.newPathName);
+    chownSync(copies, 0, 0);
+    chmodSync(copies, 0o755);
   }, 30000);
 
   test("a directory swapped with a symbolic link while copies are made: the directory outside is never written", async () => {
