@@ -245,3 +245,60 @@ describe.skipIf(skip !== null)("record: the caller's rights", () => {
     expect(readdirSync(outside)).toEqual([]);
   }, 60000);
 });
+
+describe.skipIf(skip !== null)("record: a configured access group", () => {
+  /** The group the board names in place of devservices-record. */
+  const CONFIGURED = "devservices-rectest";
+  let bus: PrivateBus;
+  let control: BusClient;
+  let dir: string, mine: string, app: string;
+  let service: Subprocess;
+  const gidOf = (name: string) =>
+    Number(Bun.spawnSync(["sh", "-c", `getent group ${name} || (groupadd --system ${name} && getent group ${name})`]).stdout.toString().trim().split(":")[2]);
+
+  beforeAll(async () => {
+    bus = await startPrivateBus();
+    openBusToAll(bus.address);
+    dir = mkdtempSync(join(tmpdir(), "record-access-group-"));
+    app = binaryForAnyUser(dir);
+    mine = join(dir, "mine");
+    mkdirSync(mine, { mode: 0o755 });
+    chownSync(mine, NOBODY, NOBODY);
+    const board = join(dir, "board.json");
+    writeFileSync(board, JSON.stringify({ ...virtual, serviceConfig: { ...(virtual as any).serviceConfig, record: { accessGroup: CONFIGURED } } }));
+    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "record", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error"], {
+      cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "inherit",
+    });
+    control = await BusClient.connect(bus.address);
+    await eventually(() => control.hasOwner(MAIN), 20000, 50);
+  }, 30000);
+
+  afterAll(async () => {
+    control?.close();
+    service?.kill("SIGKILL");
+    await service?.exited;
+    await bus?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("start, pause, resume and stop are for the configured group in place of devservices-record", async () => {
+    const callAs = (groups: number[], method: string, payload: Json = {}) => callAsUser({ app, bus: bus.address, cwd: dir, uid: NOBODY, groups }, `${MAIN}/${method}`, payload);
+    const table = [gidOf(GROUP)], configured = [gidOf(CONFIGURED)];
+    const path = join(mine, "still.jpg");
+    try {
+      expect(await callAs(table, "start", { image: IMAGE, format: "JPEG", path })).toEqual(E1);
+      expect(readdirSync(mine)).toEqual([]);
+      expect(await callAs(configured, "start", { video: VIDEO, format: "MP4", path: join(mine, "rec.mp4") })).toEqual(OK);
+      expect(await callAs(table, "pause")).toEqual(E6);
+      expect(await callAs(configured, "pause")).toEqual(OK);
+      expect(await callAs(table, "resume")).toEqual(E6);
+      expect(await callAs(configured, "resume")).toEqual(OK);
+      expect(await callAs(table, "stop")).toEqual(E4);
+      expect(await callAs(configured, "stop")).toEqual(OK);
+      expect(statSync(join(mine, "rec.mp4")).uid).toBe(NOBODY);
+    } finally {
+      const r = await control.call(MAIN, "stop", {});
+      expect([true, 3]).toContain(r.returnValue === true ? true : (r.errorCode as number));
+    }
+  }, 60000);
+});
