@@ -11,6 +11,7 @@ import { ServiceError, type ErrorRow, type Json } from "../../core/errors";
 import { group } from "../../core/access";
 import { defineService, type Caller } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
+import { Throttle } from "../../core/log";
 import { api, LIMITS, type Rect, type Size, type VideoT } from "./schemas";
 import { E } from "./errors";
 import { loadVideoOutputOptions, type SinkConfigT } from "./config";
@@ -84,6 +85,8 @@ export default defineService({
     }
     /** Registered contexts and their leases (owned by the registering uid, until unregister). */
     const contexts = new Map<string, Lease>();
+    // A client can repeat a refused call at will: one line per uid and kind per 10 s, with the count held back.
+    const refusals = new Throttle();
     ctx.log.info({ backend: backend.kind, commit: backend.commit, planes: planeCount, sinks: [...sinks.keys()] }, "video output ready");
 
     const entry = (s: Sink): VideoT => {
@@ -130,7 +133,9 @@ export default defineService({
       const l = ctx.leases.forActor(caller, contextKey(context));
       if (l === "free") return refuse(E.invalidStatus, `Invalid status: context ${context} is not registered`);
       if (l === "others") {
-        ctx.log.warn({ context, caller: caller.name, uid: caller.uid }, "context of another uid refused");
+        refusals.log(`${caller.uid} context`, (repeated) =>
+          ctx.log.warn({ context, caller: caller.name, uid: caller.uid, ...(repeated ? { repeated } : {}) }, "context of another uid refused"),
+        );
         return refuse(E.unknown, `Permission denied: context ${context} belongs to another user`);
       }
       return l;
@@ -338,7 +343,12 @@ export default defineService({
         register: (req, call) => serial(() => {
           if (contexts.has(req.context)) refuse(E.invalidStatus, `Invalid status: context ${req.context} is already registered`);
           if (contexts.size >= o.maxContexts) {
-            ctx.log.warn({ context: req.context, caller: call.caller.name, uid: call.caller.uid, maxContexts: o.maxContexts }, "context refused: maxContexts reached");
+            refusals.log(`${call.caller.uid} maxContexts`, (repeated) =>
+              ctx.log.warn(
+                { context: req.context, caller: call.caller.name, uid: call.caller.uid, maxContexts: o.maxContexts, ...(repeated ? { repeated } : {}) },
+                "context refused: maxContexts reached",
+              ),
+            );
             refuse(E.invalidStatus, `Invalid status: ${o.maxContexts} contexts are registered, the most this board allows (maxContexts)`);
           }
           const lease = ctx.leases.take(uidOwner(call.caller.uid), contextKey(req.context));
