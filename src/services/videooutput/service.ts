@@ -83,8 +83,8 @@ export default defineService({
         scanType: "unknown", fullScreen: false, src: null, dst: zero(), opacity: 255, zOrder: i,
       });
     }
-    /** Registered contexts and their leases (owned by the registering uid, until unregister). */
-    const contexts = new Map<string, Lease>();
+    // Registered contexts are the service's leases (contextKey, owned by the registering
+    // uid until unregister), its only ones: the registry is their one record.
     // A client can repeat a refused call at will: one line per uid and kind per 10 s, with the count held back.
     const refusals = new Throttle();
     ctx.log.info({ backend: backend.kind, commit: backend.commit, planes: planeCount, sinks: [...sinks.keys()] }, "video output ready");
@@ -341,8 +341,8 @@ export default defineService({
         // others, so a context is its uid's (never released when a connection goes)
         // until unregister; bounded per board by maxContexts.
         register: (req, call) => serial(() => {
-          if (contexts.has(req.context)) refuse(E.invalidStatus, `Invalid status: context ${req.context} is already registered`);
-          if (contexts.size >= o.maxContexts) {
+          if (ctx.leases.holders(contextKey(req.context)).length) refuse(E.invalidStatus, `Invalid status: context ${req.context} is already registered`);
+          if (ctx.leases.count() >= o.maxContexts) {
             refusals.log(`${call.caller.uid} maxContexts`, (repeated) =>
               ctx.log.warn(
                 { context: req.context, caller: call.caller.name, uid: call.caller.uid, maxContexts: o.maxContexts, ...(repeated ? { repeated } : {}) },
@@ -351,8 +351,7 @@ export default defineService({
             );
             refuse(E.invalidStatus, `Invalid status: ${o.maxContexts} contexts are registered, the most this board allows (maxContexts)`);
           }
-          const lease = ctx.leases.take(uidOwner(call.caller.uid), contextKey(req.context));
-          contexts.set(req.context, lease);
+          ctx.leases.take(uidOwner(call.caller.uid), contextKey(req.context));
           ctx.log.info({ context: req.context, caller: call.caller.name, uid: call.caller.uid }, "context registered");
           return { returnValue: true };
         }),
@@ -380,9 +379,7 @@ export default defineService({
         }),
 
         unregister: (req, call) => serial(async () => {
-          const lease = usable(call.caller, req.context);
-          contexts.delete(req.context);
-          lease.release();
+          usable(call.caller, req.context).release();
           try {
             await dropContext(req.context, `context ${req.context} unregistered`);
           } finally {
