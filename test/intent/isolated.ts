@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { eventually, openBusToAll, BUN, ROOT, childrenOf } from "../helpers/harness";
+import { eventually, openBusToAll, BUN, ROOT, childrenOf, spawnScript } from "../helpers/harness";
 import { installApp, tempDir } from "./apps";
 
 export const INTENT = "com.vendor.service.intent";
@@ -61,24 +61,12 @@ export async function startIsolated(name: string, config: Record<string, unknown
   const children = () => childrenOf(server.pid);
 
   const as: Isolated["as"] = async (uid, fixture, args, until) => {
-    const proc = spawn(["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", BUN, join(ROOT, "test/fixtures", fixture), ...args], {
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "inherit",
-      env: { ...process.env, DEVSERVICES_BUS: bus.address, HOME: "/tmp", BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" },
-    });
-    callers.push(proc);
-    let out = "";
-    const decoder = new TextDecoder();
-    const reader = proc.stdout.getReader();
-    const deadline = Date.now() + 20000;
-    while (!until.test(out)) {
-      const chunk = await Promise.race([reader.read(), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => null)]);
-      if (!chunk || chunk.done) throw new Error(`the caller as uid ${uid} did not finish; it printed:\n${out}`);
-      out += decoder.decode(chunk.value, { stream: true });
-    }
-    reader.releaseLock();
-    return { proc, out };
+    const caller = spawnScript(join("test/fixtures", fixture), args, { DEVSERVICES_BUS: bus.address, HOME: "/tmp", BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" }, [
+      "setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups",
+    ]);
+    callers.push(caller.proc);
+    await caller.waitFor((l) => until.test(l), 20000);
+    return { proc: caller.proc, out: caller.lines.join("\n") };
   };
 
   const killCallers = async () => {

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { eventually, openBusToAll, BUN, ROOT, childrenOf } from "../helpers/harness";
+import { eventually, openBusToAll, BUN, ROOT, childrenOf, spawnScript } from "../helpers/harness";
 import { installApp, tempDir } from "./apps";
 
 const skip = process.getuid?.() !== 0 ? "needs root (setpriv)" : null;
@@ -153,21 +153,13 @@ function watchChildren() {
 
 /** As `uid`: `connections` connections sending `perConnection` starts each at once. Answers once all are in. */
 async function flood(uid: number, connections: number, perConnection: number, intent: object) {
-  const proc = spawn(
-    ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", BUN, join(ROOT, "test/fixtures/intent-flood.ts"), String(connections), String(perConnection), JSON.stringify(intent)],
-    { stdin: "ignore", stdout: "pipe", stderr: "inherit", env: { ...process.env, DEVSERVICES_BUS: bus.address, HOME: "/tmp", BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" } },
-  );
+  const caller = spawnScript("test/fixtures/intent-flood.ts", [String(connections), String(perConnection), JSON.stringify(intent)], {
+    DEVSERVICES_BUS: bus.address, HOME: "/tmp", BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0",
+  }, ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"]);
+  const proc = caller.proc;
   callers.push(proc);
-  let out = "";
-  const decoder = new TextDecoder();
-  const reader = proc.stdout.getReader();
-  const deadline = Date.now() + 20000;
-  while (!/^DONE /m.test(out)) {
-    const chunk = await Promise.race([reader.read(), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => null)]);
-    if (!chunk || chunk.done) throw new Error(`the caller as uid ${uid} did not finish; it printed:\n${out}`);
-    out += decoder.decode(chunk.value, { stream: true });
-  }
-  reader.releaseLock();
+  await caller.waitFor((l) => l.startsWith("DONE "), 20000);
+  const out = caller.lines.join("\n");
   const answers = out.split("\n").filter((l) => l.startsWith("ANSWER ")).map((l) => JSON.parse(l.slice("ANSWER ".length)));
   return {
     proc,

@@ -3,8 +3,8 @@
 // exec launcher and `handlerNice` 7; the launch is asked for by another uid
 // (setpriv). The handler, and what it starts, run at nice 7; the service stays at 0.
 import { test, expect, beforeAll, afterAll, afterEach } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { eventually } from "../helpers/harness";
+import { readdirSync } from "node:fs";
+import { childrenOf, eventually } from "../helpers/harness";
 import { answersIn, found, HOLD, HOSTILE, niceOf, skip, startIsolated, type Isolated } from "./isolated";
 
 const NICE = 7;
@@ -25,10 +25,6 @@ afterEach(async () => {
 afterAll(async () => {
   if (!skip) await s?.stop();
 });
-
-/** The children of pid (all its threads'). */
-const childrenOf = (pid: number) =>
-  readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number));
 
 test.skipIf(!!skip)(`a handler launched for uid ${HOSTILE} runs at nice ${NICE} (handlerNice), the service at its own 0`, async () => {
   expect(niceOf(s.server.pid)).toBe(0);
