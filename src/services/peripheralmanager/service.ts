@@ -16,7 +16,7 @@ import type { Lease, ReleaseReason } from "../../core/leases";
 import { SysError } from "../../ffi/libc";
 import { api, protocolOf, UART_MAX_BYTES, type Protocol } from "./schemas";
 import { E } from "./errors";
-import { DEFAULT_GROUPS, loadPeripheralOptions } from "./config";
+import { loadPeripheralOptions } from "./config";
 import { parseSection } from "./recipe";
 import { openBackend } from "./backend";
 import { PollFd } from "./backend/pollfd";
@@ -266,14 +266,15 @@ export default defineService({
     const uartHeld = (call: Call, id: string) => (knownUart(id), held<UartHeld>(call, K.uart(id)));
 
     // ---- access -----------------------------------------------------------------
-    // The table has each protocol's default group; a protocol whose group the board
-    // changed gets the configured rule instead (`*`: any caller), which the runtime logs.
+    // Each method's rule is its protocol's configured group (the table's by default; `*`:
+    // any caller); the runtime logs a rule that differs from the table's.
     const groups: Record<Protocol, string> = { gpio: o.gpioGroup, i2c: o.i2cGroup, spi: o.spiGroup, uart: o.uartGroup };
-    const access: Partial<Record<keyof Api, AccessRule>> = {};
-    for (const m of Object.keys(api) as (keyof Api)[]) {
-      const p = protocolOf(m);
-      if (groups[p] !== DEFAULT_GROUPS[p]) access[m] = groups[p] === "*" ? "any" : group(groups[p]);
-    }
+    const access = Object.fromEntries(
+      Object.keys(api).map((m) => {
+        const g = groups[protocolOf(m)];
+        return [m, g === "*" ? "any" : group(g)];
+      }),
+    ) as Record<keyof Api, AccessRule>;
 
     return {
       access,
