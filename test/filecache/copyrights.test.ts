@@ -109,9 +109,10 @@ describe.skipIf(skip !== null)("CopyCacheObject with the caller's rights", () =>
     expect(readdirSync(copies)).toEqual([]);
     const r = await a.callAs(APP, [gids["devservices-test"]], "CopyCacheObject", { pathName: p });
     expect(r).toEqual({ returnValue: true, newPathName: join(copies, "note.txt") });
-    expect(statSync(r.newPathName).uid).toBe(APP);
-    expect(readFileSync(r.newPathName, "utf8")).toBe("the object");
-    rmSync(r.newPathName);
+    const copy = r.newPathName as string;
+    expect(statSync(copy).uid).toBe(APP);
+    expect(readFileSync(copy, "utf8")).toBe("the object");
+    rmSync(copy);
     chownSync(copies, 0, 0);
     chmodSync(copies, 0o755);
   }, 30000);
