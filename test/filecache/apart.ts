@@ -8,7 +8,7 @@ import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
-import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll } from "../helpers/harness";
+import { BUN, ROOT, binaryBuilt, binaryForAnyUser, callAsUser, eventually, openBusToAll } from "../helpers/harness";
 import { FC } from "./env";
 
 /** Why these tests cannot run here, or null. */
@@ -74,16 +74,7 @@ export async function apart(config: Json = {}): Promise<Apart> {
     stateDir,
     root,
     call: (method, payload = {}) => root.call(FC, method, payload),
-    async callAs(uid, groups, method, payload = {}) {
-      const p = spawn(
-        ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, groups.length ? `--groups=${groups.join(",")}` : "--clear-groups",
-          app, "call", "--bus", bus.address, `${FC}/${method}`, JSON.stringify(payload)],
-        { cwd: dir, stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" } },
-      );
-      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-      if (code !== 0 && !out.trim()) throw new Error(`call as ${uid} failed (${code}): ${err}`);
-      return JSON.parse(out.trim().split("\n").pop()!);
-    },
+    callAs: (uid, groups, method, payload = {}) => callAsUser({ app, bus: bus.address, cwd: dir, uid, groups }, `${FC}/${method}`, payload),
     async restart() {
       await stopService();
       await startService();

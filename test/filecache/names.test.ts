@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { BINARY, eventually, openBusToAll, binaryBuilt, binaryForAnyUser } from "../helpers/harness";
+import { BINARY, eventually, openBusToAll, binaryBuilt, binaryForAnyUser, callAsUser } from "../helpers/harness";
 import { FC, expectError, fcEnv } from "./env";
 import type { Json } from "../../src/core/errors";
 
@@ -49,15 +49,7 @@ afterAll(async () => {
 
 /** One call as uid 65534 through the shipped binary. */
 async function asNobody(method: string, payload: Json): Promise<Json> {
-  const proc = spawn(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", app, "call", "--bus", bus.address, `${FC}/${method}`, JSON.stringify(payload)], {
-    cwd: join(app, ".."),
-    env: { ...process.env, HOME: join(app, "..") },
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  const out = await new Response(proc.stdout).text();
-  await proc.exited;
-  return JSON.parse(out.trim().split("\n").pop()!);
+  return callAsUser({ app, bus: bus.address, cwd: join(app, ".."), uid: 65534 }, `${FC}/${method}`, payload);
 }
 
 const typeDir = () => join(dir, "state", "filecache", "cache", "docs");

@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fcEnv, expectError, BLOCK, FC, type FcEnv } from "./env";
-import { spawnScript, eventually, BUN, ROOT, binaryForAnyUser } from "../helpers/harness";
+import { spawnScript, eventually, BUN, ROOT, binaryForAnyUser, callAsUser } from "../helpers/harness";
 
 const MiB = 1024 * 1024;
 let t: FcEnv;
@@ -277,15 +277,7 @@ test("CopyCacheObject: default and given names, unique names base-(n).ext, -192 
   // can reach: the checkout itself may sit in a directory only root may enter.
   const appDir = mkdtempSync(join(tmpdir(), "fc-nobody-"));
   const app = binaryForAnyUser(appDir);
-  const asNobody = async (payload: object) => {
-    const proc = Bun.spawn(
-      ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", app, "call", "--bus", t.env.bus.address, `${FC}/CopyCacheObject`, JSON.stringify(payload)],
-      { cwd: appDir, env: { ...process.env, HOME: appDir }, stdout: "pipe", stderr: "inherit" },
-    );
-    const out = await new Response(proc.stdout).text();
-    await proc.exited;
-    return JSON.parse(out.trim().split("\n").pop()!);
-  };
+  const asNobody = (payload: object) => callAsUser({ app, bus: t.env.bus.address, cwd: appDir, uid: 65534 }, `${FC}/CopyCacheObject`, payload);
   expectError(await asNobody({ pathName: p, destination: locked }), -193, /^CopyCacheObject: no write permission on destination: /, locked);
   const ok = await asNobody({ pathName: p, destination: open });
   expect(ok.returnValue).toBe(true);
