@@ -58,19 +58,23 @@ export const PeripheralSection = z.object({
 });
 export type PeripheralSectionT = z.output<typeof PeripheralSection>;
 
+/** A table whose lookups find only its own entries: a caller's `constructor` or `__proto__` is no name of the board. */
+const ownEntries = <T>(table: Record<string, T>): Record<string, T> => Object.assign(Object.create(null) as Record<string, T>, table);
+
 /**
  * The board's section (absent: a board without peripherals); throws naming the field
- * when invalid. With `baudrates`, a UART's `baudrate` must be one of them.
+ * when invalid. With `baudrates`, a UART's `baudrate` must be one of them. Its tables
+ * have no prototype, so a lookup by a caller's name finds the recipe's entries only.
  */
 export function parseSection(data: unknown, origin: string, o: { baudrates?: ReadonlySet<number> } = {}): PeripheralSectionT {
   const r = PeripheralSection.safeParse(data ?? {}, PARSE_ONCE);
   if (!r.success) throw new Error(`${origin}: the peripheralmanager section is invalid: ${z.prettifyError(r.error)}`);
-  const s = r.data;
+  const s = { ...r.data, gpio: ownEntries(r.data.gpio), i2c: ownEntries(r.data.i2c), spi: ownEntries(r.data.spi), uart: ownEntries(r.data.uart) };
   for (const [name, p] of Object.entries(s.gpio)) {
-    if (p.loopback !== undefined && !Object.hasOwn(s.gpio, p.loopback)) throw new Error(`${origin}: gpio ${name} loops back to ${p.loopback}, which is not a pin of the board`);
+    if (p.loopback !== undefined && !s.gpio[p.loopback]) throw new Error(`${origin}: gpio ${name} loops back to ${p.loopback}, which is not a pin of the board`);
   }
   for (const [name, u] of Object.entries(s.uart)) {
-    if (u.loopback !== undefined && !Object.hasOwn(s.uart, u.loopback)) throw new Error(`${origin}: uart ${name} loops back to ${u.loopback}, which is not an interface of the board`);
+    if (u.loopback !== undefined && !s.uart[u.loopback]) throw new Error(`${origin}: uart ${name} loops back to ${u.loopback}, which is not an interface of the board`);
     if (o.baudrates && !o.baudrates.has(u.baudrate)) throw new Error(`${origin}: uart ${name}: baudrate ${u.baudrate} is not one of the rates the service may set (uartBaudrates: termios rates)`);
   }
   return s;

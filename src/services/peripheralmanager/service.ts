@@ -37,8 +37,6 @@ interface UartHeld { port: TtyPort; poll: PollFd }
 const LEVEL = { low: 0, high: 1 } as const;
 const levelName = (l: Level): "low" | "high" => (l ? "high" : "low");
 const hex = (a: number) => `0x${a.toString(16).padStart(2, "0")}`;
-/** The recipe's own entry named key: a name of Object.prototype (`constructor`, `__proto__`...) is none. */
-const own = <T>(table: Record<string, T>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined);
 /** Bytes of one SPI word in a transfer buffer (the kernel's rule: 1 up to 8 bits, 2 up to 16, else 4). */
 const spiWordBytes = (bits: number) => (bits <= 8 ? 1 : bits <= 16 ? 2 : 4);
 
@@ -191,7 +189,7 @@ export default defineService({
     };
 
     // ---- GPIO -------------------------------------------------------------------
-    const knownPin = (pin: string) => own(section.gpio, pin) ?? raise(E.unknownPin);
+    const knownPin = (pin: string) => section.gpio[pin] ?? raise(E.unknownPin);
     const pinHeld = (call: Call, pin: string) => (knownPin(pin), held<PinHeld>(call, K.pin(pin)));
 
     /** A new level of an open pin: value subscribers and its polling fd hear of it. */
@@ -226,7 +224,7 @@ export default defineService({
     backend.gpio.onExternalChange(() => publishList("gpio"));
 
     // ---- I2C, SPI, UART ---------------------------------------------------------
-    const knownBus = (name: string) => own(section.i2c, name) ?? raise(E.unknownI2cBus);
+    const knownBus = (name: string) => section.i2c[name] ?? raise(E.unknownI2cBus);
     /** An address the recipe has on the bus: one of its declared devices, or, where it declares none, one of the configured range. */
     const knownDevice = (name: string, address: number) => {
       const bus = knownBus(name);
@@ -243,7 +241,7 @@ export default defineService({
       return r;
     };
 
-    const knownSpi = (name: string) => own(section.spi, name) ?? raise(E.unknownSpiBus);
+    const knownSpi = (name: string) => section.spi[name] ?? raise(E.unknownSpiBus);
     const spiHeld = (call: Call, name: string) => (knownSpi(name), held<SpiHeld>(call, K.spi(name)));
     const spiSet = async (call: Call, name: string, fn: (h: SpiHeld) => void) => {
       const h = spiHeld(call, name);
@@ -262,7 +260,7 @@ export default defineService({
       return Uint8Array.from(n === undefined ? data : data.slice(0, n));
     };
 
-    const knownUart = (id: string) => own(section.uart, id) ?? raise(E.unknownUart);
+    const knownUart = (id: string) => section.uart[id] ?? raise(E.unknownUart);
     const uartHeld = (call: Call, id: string) => (knownUart(id), held<UartHeld>(call, K.uart(id)));
 
     // ---- access -----------------------------------------------------------------

@@ -92,7 +92,7 @@ class LinuxGpio implements GpioBackend {
   }
 
   private pin(pin: string) {
-    const p = Object.hasOwn(this.pins, pin) ? this.pins[pin] : undefined;
+    const p = this.pins[pin];
     if (!p) throw new SysError(`no pin ${pin}`, ENOENT);
     return p;
   }
