@@ -353,11 +353,38 @@ async function copyFileAs(src: string, target: string, as: CopyAs, buf: Buffer, 
   return true;
 }
 
+/** An entry of the object's tree changed while it was copied (its writer renamed it, or put a link in its place). */
+const changed = (path: string) => Object.assign(new Error(`${path} changed while it was copied`), { code: "ENOENT" });
+
+/**
+ * Opens a directory of an object's tree without following a symbolic link, and only
+ * if it is the directory lstat saw (`seen`: same device and inode): the writer of a
+ * dirType object owns its tree and may swap any of its directories for a link to one
+ * only the service may read. Everything below is then read through this descriptor
+ * (/proc/self/fd/N/entry, resolved from the open directory, not from a path).
+ */
+async function openTreeDir(path: string, seen?: { dev: number; ino: number }) {
+  let h: Awaited<ReturnType<typeof openFile>>;
+  try {
+    h = await openFile(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (e: any) {
+    throw e?.code === "ELOOP" || e?.code === "ENOTDIR" ? changed(path) : e;
+  }
+  const st = await h.stat();
+  if (seen && (st.dev !== seen.dev || st.ino !== seen.ino)) {
+    await h.close();
+    throw changed(path);
+  }
+  return h;
+}
+
 /**
  * Copies an object to target with the caller's rights (as): a file, or (dirType) a
  * directory tree whose regular files and directories are copied (other entries,
- * symbolic links among them, are not). Resolves false when the target name is
- * taken; on a failure removes what it made (as the caller) and throws.
+ * symbolic links among them, are not; each directory is read through a descriptor
+ * of its own, so a link swapped in on the way is never followed). Resolves false
+ * when the target name is taken; on a failure removes what it made (as the caller)
+ * and throws.
  */
 export async function copyAs(src: string, target: string, dirType: boolean, as: CopyAs): Promise<boolean> {
   const buf = Buffer.allocUnsafe(COPY_CHUNK);
@@ -371,18 +398,29 @@ export async function copyAs(src: string, target: string, dirType: boolean, as: 
       throw e;
     }
     made.push([target, true]);
-    const walk = async (from: string, to: string) => {
-      for (const entry of await readdir(from)) {
-        const s = join(from, entry);
-        const d = join(to, entry);
-        const st = await lstat(s);
-        if (st.isDirectory()) {
-          await as.mkdir(d);
-          made.push([d, true]);
-          await walk(s, d);
-        } else if (st.isFile()) {
-          if (!(await copyFileAs(s, d, as, buf, made))) throw new PathRefused(d, "exists", 17);
+    // One directory open at a time: its files are copied through its descriptor, its
+    // subdirectories after it is closed, each checked to be the one listed.
+    const walk = async (from: string, to: string, seen?: { dev: number; ino: number }) => {
+      const subdirs: [string, { dev: number; ino: number }][] = [];
+      const h = await openTreeDir(from, seen);
+      try {
+        const at = `/proc/self/fd/${h.fd}`;
+        for (const entry of await readdir(at)) {
+          const s = join(at, entry);
+          const st = await lstat(s);
+          if (st.isDirectory()) subdirs.push([entry, { dev: st.dev, ino: st.ino }]);
+          else if (st.isFile()) {
+            if (!(await copyFileAs(s, join(to, entry), as, buf, made))) throw new PathRefused(join(to, entry), "exists", 17);
+          }
         }
+      } finally {
+        await h.close();
+      }
+      for (const [entry, st] of subdirs) {
+        const d = join(to, entry);
+        await as.mkdir(d);
+        made.push([d, true]);
+        await walk(join(from, entry), d, st);
       }
     };
     await walk(src, target);
