@@ -99,6 +99,40 @@ describe.skipIf(skip !== null)("CopyCacheObject with the caller's rights", () =>
     expect(await a.call("ExpireCacheObject", { pathName: tree })).toEqual({ returnValue: true });
   }, 30000);
 
+  test("a dirType object whose writer swaps a subdirectory for a symbolic link while it is copied: nothing the link points at is read", async () => {
+    const { mine } = dirs("leak");
+    const secret = mkdtempSync(join(tmpdir(), "fc-secret-"));
+    chmodSync(secret, 0o700);
+    writeFileSync(join(secret, "s.txt"), "root only");
+    expect(await a.call("DefineType", { typeName: "leaky", loWatermark: 0, hiWatermark: 1 << 20, size: 4 * 4096, dirType: true })).toEqual({ returnValue: true });
+    const tree = (await a.callAs(APP, [], "InsertCacheObject", { typeName: "leaky", fileName: "t" })).pathName as string;
+    mkdirSync(join(tree, "real"));
+    writeFileSync(join(tree, "real", "s.txt"), "the object's own");
+    symlinkSync(secret, join(tree, "lnk"));
+    const swapper = spawnScript("test/fixtures/swapper.ts", [join(tree, "sub"), join(tree, "real"), join(tree, "lnk"), "3"]);
+    try {
+      await swapper.waitFor("swapping");
+      for (let i = 0; i < 60; i++) {
+        const r = await a.callAs(APP, [], "CopyCacheObject", { pathName: tree, destination: mine, fileName: `c${i}` });
+        if (!r.returnValue) expect([-193, -192]).toContain(r.errorCode as number);
+      }
+    } finally {
+      await swapper.kill();
+    }
+    const read: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(dir, e.name));
+        else if (e.isFile()) read.push(readFileSync(join(dir, e.name), "utf8"));
+      }
+    };
+    walk(mine);
+    expect(read.length).toBeGreaterThan(0);
+    expect(read.filter((c) => c !== "the object's own")).toEqual([]);
+    expect(await a.call("ExpireCacheObject", { pathName: tree })).toEqual({ returnValue: true });
+    rmSync(secret, { recursive: true, force: true });
+  }, 120000);
+
   test("without a destination (the copy directory, written with the service's rights): only a caller whose uid or groups may write it copies there", async () => {
     const { gids } = ensureAccounts();
     const copies = join(a.stateDir, "filecache", "copies");
