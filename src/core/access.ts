@@ -15,8 +15,8 @@ export type AccessRule =
   /** A decision on the caller and the validated request (e.g. an appId list). */
   | { test: (caller: Caller, request: any) => boolean | Promise<boolean>; describe: string };
 
-/** Root or members of the group. */
-export const group = (...groups: string[]): AccessRule => ({ groups });
+/** Root or members of the groups; "*" among them (a board's widening) means any caller. */
+export const group = (...groups: string[]): AccessRule => (groups.includes("*") ? "any" : { groups });
 
 export function describeRule(rule: AccessRule | undefined): string {
   if (!rule || rule === "any") return "any caller";

@@ -171,7 +171,7 @@ export default defineService({
       : new VirtualBackend({ cameras: o.virtualCameras, plugDir: o.plugDir, log: ctx.log });
     const captureDir = o.captureDir ?? join(ctx.stateDir, "captures");
     mkdirSync(captureDir, { recursive: true });
-    const openRule: AccessRule = o.accessGroup === "*" ? "any" : group(o.accessGroup);
+    const openRule: AccessRule = group(o.accessGroup);
     // What a client can cause on every call (another's handle, a path it may not use): one line per uid and kind per 10 s.
     const refusals = new Throttle();
 

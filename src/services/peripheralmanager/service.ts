@@ -270,7 +270,7 @@ export default defineService({
     const access = Object.fromEntries(
       Object.keys(api).map((m) => {
         const g = groups[protocolOf(m)];
-        return [m, g === "*" ? "any" : group(g)];
+        return [m, group(g)];
       }),
     ) as Record<keyof Api, AccessRule>;
 

@@ -405,7 +405,7 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
   };
 
   // The table's rule (root and devservices-record), or the board's accessGroup ("*": any caller).
-  const rule: AccessRule = options.accessGroup === "*" ? "any" : group(options.accessGroup);
+  const rule: AccessRule = group(options.accessGroup);
   const controls = ["start", "stop", "pause", "resume"] as const;
 
   return {

@@ -215,7 +215,7 @@ export default defineService({
 
     return {
       // A board recipe or videooutput.conf may widen the rule ("*": any caller); the runtime logs it.
-      access: Object.fromEntries(Object.keys(api).map((m) => [m, o.accessGroup === "*" ? "any" : group(o.accessGroup)])),
+      access: Object.fromEntries(Object.keys(api).map((m) => [m, group(o.accessGroup)])),
 
       handlers: {
         connect: (req, call) => serial(async () => {
