@@ -45,7 +45,6 @@ const open: FileCache[] = [];
 const TYPE_METHODS = ["DefineType", "ChangeType", "DeleteType"] as const;
 
 /** The rule of the type methods: root and typeGroup ("*": any caller). */
-const typeRule = (typeGroup: string): AccessRule => (typeGroup === "*" ? "any" : group(typeGroup));
 
 export default defineService({
   spec: {
@@ -65,7 +64,7 @@ export default defineService({
     // DefineType, ChangeType, DeleteType refused by their rule: -193, the spec's permission row.
     denied: (method) => {
       const live = open.at(-1);
-      const row = E.deniedByRule(method, describeRule(typeRule(live?.cfg.typeGroup ?? TYPE_GROUP)));
+      const row = E.deniedByRule(method, describeRule(group(live?.cfg.typeGroup ?? TYPE_GROUP)));
       return { errorCode: row.code, errorText: row.text, ...extraFor(method) };
     },
   },
@@ -130,7 +129,7 @@ export default defineService({
 
     return {
       // The type methods' rule from typeGroup (a board recipe or FileCache.conf may widen it, "*"; the runtime logs a rule other than the table's).
-      access: Object.fromEntries(TYPE_METHODS.map((m) => [m, typeRule(cfg.typeGroup)])),
+      access: Object.fromEntries(TYPE_METHODS.map((m) => [m, group(cfg.typeGroup)])),
       handlers: {
         ChangeType(req, call) {
           ownType("ChangeType", req.typeName, call.caller);
