@@ -41,6 +41,8 @@ export const mediaIndexerOptions = (stateDir: string) =>
     maxWatches: z.number().int().min(0).max(1_000_000).default(8192),
     /** Files of one directory a scan takes at a time (the directory is read as a stream): bounds a scan's memory whatever the tree. */
     scanBatchFiles: z.number().int().min(1).max(100_000).default(1024),
+    /** Storage devices one uid's requestMediaScan may create (saved devices it owns; root, mediaRoots and removable media are not counted). */
+    maxDevicesPerUser: z.number().int().min(0).max(100_000).default(8),
     /** Seconds requestMediaScan waits for its scan to end to answer with its outcome; a longer scan is answered as going on (completed false). */
     scanAnswerTimeout: z.number().nonnegative().max(60).default(20),
     upnp: z

@@ -466,6 +466,12 @@ export default defineService({
               // A directory outside every device: a storage device of its own (kept across restarts), the caller's.
               const storage = ix.factory.get("storage") as StoragePlugin | undefined;
               if (!storage) failScan({ reason: "the storage plugin is not in the factory" });
+              // One uid's saved devices (counted from the store's devices, so across restarts) are bounded; its existing ones stay rescannable.
+              if (as && !ix.devices.has(`storage://${path}`)) {
+                const owned = [...ix.devices.values()].filter((d) => d.plugin === "storage" && d.owner?.uid === as.uid && !cfg.mediaRoots.includes(d.root)).length;
+                if (owned >= cfg.maxDevicesPerUser)
+                  failScan({ errno: "EDQUOT", path, reason: `uid ${as.uid} already owns ${owned} storage devices (maxDevicesPerUser ${cfg.maxDevicesPerUser})` });
+              }
               const attached = await storage.attach(path, who);
               if (!attached) failScan({ errno: "EACCES", path, reason: `${path} is not a readable directory` });
               scan = attached.scan;
