@@ -357,7 +357,7 @@ export default defineService({
 
     return {
       // The table's rule (devservices-media), or the board's permissionGroup ("*": any caller).
-      access: { getMediaDbPermission: cfg.permissionGroup === "*" ? "any" : group(cfg.permissionGroup) },
+      access: { getMediaDbPermission: group(cfg.permissionGroup) },
       handlers: {
         getAudioList: listHandler("getAudioList"),
         getVideoList: listHandler("getVideoList"),
