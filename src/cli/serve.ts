@@ -1,0 +1,65 @@
+// devservices serve: hosts services on a bus, under systemd or by hand.
+import { resolveBusAddress } from "../bus/connection";
+import { loadBoard } from "../core/board";
+import { configureLogging } from "../core/log";
+import { startRuntime, describeFailure } from "../runtime";
+import { SystemdNotifier } from "../ffi/sdnotify";
+import { cli, logLevel, serviceOrUsage, untilSignal } from "./args";
+
+export const USAGE = `devservices serve [--bus ADDRESS|system|session] [--board NAME|PATH] [--state-dir DIR]
+                    [--log-level LEVEL] [SERVICE ...]
+      Hosts the named services (short name such as testautomation, or bus name such as
+      com.vendor.service.testautomation), or all services of the board recipe, in one
+      process. Default bus: $DEVSERVICES_BUS, else the system bus. Default board:
+      $DEVSERVICES_BOARD, else virtual. Default state directory: /var/lib/devservices.
+      Logs are JSON lines on stdout (pino); --log-level trace|debug|info|warn|error.
+      Under systemd (Type=notify) it reports READY=1, WATCHDOG=1 and STOPPING=1 on
+      $NOTIFY_SOCKET, and prefixes each log line with its priority (<6>{...}) when
+      stdout is the journal ($JOURNAL_STREAM).
+`;
+
+export async function serve(argv: string[]) {
+  const { flags, rest } = cli(argv, {
+    bus: { type: "string" },
+    board: { type: "string" },
+    "state-dir": { type: "string" },
+    "log-level": { type: "string" },
+    "check-responses": { type: "boolean" },
+  });
+  for (const name of rest) serviceOrUsage(name);
+  const log = configureLogging(logLevel(flags, "info"));
+  const board = loadBoard(flags.board as string | undefined);
+  const busAddress = resolveBusAddress(flags.bus as string | undefined);
+  const rt = await startRuntime({
+    busAddress,
+    board,
+    stateDir: (flags["state-dir"] as string) ?? "/var/lib/devservices",
+    services: rest,
+    log,
+    checkResponses: flags["check-responses"] === true || undefined,
+  });
+  log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName), failed: rt.failed.map((f) => f.name) }, "devservices ready");
+  // Under systemd (Type=notify): ready once every name that can be is owned (a
+  // service that could not start is named in STATUS), watchdog pings, stopping.
+  const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
+  const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
+  systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
+  rt.server.onDisconnect.push(() => {
+    log.fatal("lost the bus; exiting");
+    process.exit(1);
+  });
+  await untilSignal();
+  log.info("stopping");
+  systemd.stopping();
+  // Stopping is bounded: a service whose stop hangs cannot keep the process past
+  // STOP_DEADLINE_MS (systemd's own stop timeout is longer).
+  setTimeout(() => {
+    log.error(`services did not stop within ${STOP_DEADLINE_MS} ms; exiting`);
+    process.exit(1);
+  }, STOP_DEADLINE_MS).unref();
+  await rt.stop();
+  process.exit(0);
+}
+
+/** Longest a signalled `serve` takes to exit. */
+const STOP_DEADLINE_MS = 2500;
