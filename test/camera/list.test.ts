@@ -46,7 +46,7 @@ test("hotplug: a camera plugged is listed within a second with the next ID, push
   writeFileSync(join(c.plugDir, "usb1"), "USB Camera\n");
   await eventually(() => lists.length >= 1, 3000, 10);
   expect(performance.now() - t0).toBeLessThan(1000 + 500); // within a second, with slack for a loaded machine
-  expect(lists[0]).toEqual({ deviceList: [{ id: "camera1" }, { id: "camera2" }] });
+  expect(lists[0]).toEqual({ returnValue: true, deviceList: [{ id: "camera1" }, { id: "camera2" }] });
   const info = await c.call("getInfo", { id: "camera2" });
   expect(info.info).toMatchObject({ name: "USB Camera", builtin: false });
 
@@ -67,7 +67,7 @@ test("hotplug: a camera plugged is listed within a second with the next ID, push
   expect(formatMsgs.at(-1)).toEqual({ ...err(100, "The subscribed camera is disconnected"), id: "camera2" });
   expect(propMsgs.at(-1)).toEqual({ ...err(100, "The subscribed camera is disconnected"), id: "camera2" });
   await eventually(() => lists.length >= 2, 3000, 10);
-  expect(lists[1]).toEqual({ deviceList: [{ id: "camera1" }] });
+  expect(lists[1]).toEqual({ returnValue: true, deviceList: [{ id: "camera1" }] });
   // The handle of the gone camera: its device is gone (13); close still ends it.
   expect(await owner.call(CAMERA, "startCamera", { handle: h })).toEqual(err(13, "There is no device"));
   expect(await owner.call(CAMERA, "close", { handle: h })).toEqual({ returnValue: true });
@@ -76,9 +76,22 @@ test("hotplug: a camera plugged is listed within a second with the next ID, push
   // camera1 kept its ID all along; a new camera takes the free number again.
   writeFileSync(join(c.plugDir, "usb2"), "Another Camera\n");
   await eventually(() => lists.length >= 3, 3000, 10);
-  expect(lists[2]).toEqual({ deviceList: [{ id: "camera1" }, { id: "camera2" }] });
+  expect(lists[2]).toEqual({ returnValue: true, deviceList: [{ id: "camera1" }, { id: "camera2" }] });
   rmSync(join(c.plugDir, "usb2"));
   await eventually(() => lists.length >= 4, 3000, 10);
   await sub.cancel();
   expect(c.env.rt!.server.topics.count("camera/")).toBe(0);
+});
+
+test("getCameraList pushes carry returnValue true, as the first reply does (every response has returnValue)", async () => {
+  const lists: Json[] = [];
+  const sub = await c.client.subscribe(CAMERA, "getCameraList", {}, (m) => lists.push(m));
+  expect(sub.first).toEqual({ returnValue: true, subscribed: true, deviceList: [{ id: "camera1" }] });
+  writeFileSync(join(c.plugDir, "usb9"), "Pushed Camera\n");
+  await eventually(() => lists.length >= 1, 3000, 10);
+  rmSync(join(c.plugDir, "usb9"));
+  await eventually(() => lists.length >= 2, 3000, 10);
+  await sub.cancel();
+  expect(lists[0]).toEqual({ returnValue: true, deviceList: [{ id: "camera1" }, { id: "camera2" }] });
+  expect(lists[1]).toEqual({ returnValue: true, deviceList: [{ id: "camera1" }] });
 });

@@ -209,7 +209,7 @@ export default defineService({
         ctx.log.info({ id: cam.id, device: d.key, name: d.name }, "camera connected");
         changed = true;
       }
-      if (changed) ctx.topics.publish(LIST, { deviceList: deviceList() });
+      if (changed) ctx.topics.publish(LIST, { returnValue: true, deviceList: deviceList() });
     };
 
     const unplugged = (cam: Camera) => {
