@@ -4,6 +4,7 @@ import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Json } from "../../src/core/errors";
 import { recordEnv, VIDEO, AUDIO, MAIN, type RecordEnv } from "./env";
+import { eventually } from "../helpers/harness";
 
 const E1 = { returnValue: false, errorCode: 1, errorText: "recorder not created" };
 const E2 = { returnValue: false, errorCode: 2, errorText: "Failed to load recorder" };
@@ -132,9 +133,18 @@ test("6: pause and resume in the wrong state", async () => {
   expect(await r.call("resume")).toEqual(E6);
 });
 
+test("subscribe without subscribe true (absent or false) answers the state once and keeps no subscription", async () => {
+  const watching = await r.client.subscribe(MAIN, "subscribe", {}, () => {});
+  const state = watching.first.state;
+  expect(typeof state).toBe("string");
+  await watching.cancel();
+  await eventually(() => r.env.rt!.server.topics.count() === 0);
+  expect(await r.call("subscribe", {})).toEqual({ returnValue: true, subscribed: false, state });
+  expect(await r.call("subscribe", { subscribe: false })).toEqual({ returnValue: true, subscribed: false, state });
+  expect(r.env.rt!.server.topics.count()).toBe(0);
+});
+
 test("7: a subscription that cannot be added", async () => {
-  expect(await r.call("subscribe", {})).toEqual(E7);
-  expect(await r.call("subscribe", { subscribe: false })).toEqual(E7);
   const a = await r.client.subscribe(MAIN, "subscribe", {}, () => {});
   const b = await r.client.subscribe(MAIN, "subscribe", {}, () => {});
   expect(a.first).toMatchObject({ returnValue: true, subscribed: true });

@@ -15,6 +15,6 @@ export const E = {
   releaseFailed: { code: 5, text: "Resource release failed" },
   /** pause, resume: the recorder is not in the state the method leaves. */
   invalidState: { code: 6, text: "Invalid state" },
-  /** subscribe: the call did not ask for a subscription, or the pipeline has its most subscribers. */
+  /** subscribe: the pipeline has its most subscribers (maxSubscribers). */
   subscriptionAddFail: { code: 7, text: "Subscription add fail" },
 } as const satisfies Record<string, ErrorRow>;

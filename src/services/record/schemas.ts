@@ -86,7 +86,7 @@ export const api = {
   },
   subscribe: {
     summary:
-      "With subscribe true: the pipeline's events are pushed ({returnValue, id, eventType: endOfStream | error | warning | stateChanged, ...}); the first answer carries the recorder's state.",
+      "With subscribe true: the pipeline's events are pushed ({returnValue, id, eventType: endOfStream | error | warning | stateChanged, ...}); the first answer carries the recorder's state. Without it (the field is optional): the state, answered once (subscribed false).",
     request: () => z.looseObject({ subscribe: z.boolean().optional() }),
     response: () => answer({ subscribed: z.boolean(), state: z.string() }),
     subscribable: true,

@@ -428,7 +428,8 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
         return ok();
       },
       subscribe: (req, call) => {
-        if (req.subscribe !== true || !call.subscription) raise(E.subscriptionAddFail);
+        // subscribe is optional: without subscribe true the state is answered once, nothing is kept.
+        if (req.subscribe !== true || !call.subscription) return ok({ subscribed: false, state });
         if (ctx.topics.count(EVENTS) >= options.maxSubscribers) {
           log.warn({ max: options.maxSubscribers, caller: call.caller.name }, "subscribe refused: the pipeline has its most subscribers");
           raise(E.subscriptionAddFail);
