@@ -33,6 +33,9 @@ test("responses match their schemas", async () => {
   }
   expect(await call("ping", { hostname: "nosuchhost.invalid" })).toEqual({ returnValue: false, errorText: "Ping failed: unknown host" });
   expect(await call("arping", { ifName: "lo", ipAddress: "127.0.0.1" })).toEqual({ returnValue: false, errorText: "arping failed: unreachable network" });
+  // An address ARP cannot ask for (IPv6, not an address): arping's own failure, not the schema's 102.
+  expect(await call("arping", { ifName: "lo", ipAddress: "::1" })).toEqual({ returnValue: false, errorText: "arping failed: unreachable network" });
+  expect(await call("arping", { ifName: "lo", ipAddress: "not-an-address" })).toEqual({ returnValue: false, errorText: "arping failed: unreachable network" });
   expect(await call("resolvehostname", { hostname: "localhost" })).toEqual({ returnValue: false, errorText: "Invalid hostname" });
   expect(await call("checkhttp", { hostUrl: "localhost" })).toEqual({ returnValue: false, errorrText: "Invalid hostUrl" });
   expect(await call("createVlan", { index: 0, interface: { name: "lo" } })).toEqual({ returnValue: false, errorCode: 103, errorText: "Invalid VLAN Index" });

@@ -34,20 +34,30 @@ describe.skipIf(skip !== null)("arping, resolvehostname, checkhttp", () => {
       expect(await w.call("arping", { ifName: "lo", ipAddress: "127.0.0.1" })).toEqual(unreachable);
     });
 
-    test("a request that is not an interface and an IPv4 address fails its schema", async () => {
+    test("a request without ipAddress fails its schema", async () => {
       expect(await w.call("arping", { ifName: "s0" })).toEqual(SCHEMA);
-      expect(await w.call("arping", { ifName: "s0", ipAddress: "2001:db8::2" })).toEqual(SCHEMA);
-      expect(await w.call("arping", { ifName: "s0", ipAddress: "peer.test" })).toEqual(SCHEMA);
+    });
+
+    test("an IPv6 or unparsable ipAddress (the payload matches the schema): arping's own failure, unreachable network", async () => {
+      const unreachable = { returnValue: false, errorText: "arping failed: unreachable network" };
+      expect(await w.call("arping", { ifName: "s0", ipAddress: "2001:db8::2" })).toEqual(unreachable);
+      expect(await w.call("arping", { ifName: "s0", ipAddress: "peer.test" })).toEqual(unreachable);
+      expect(await w.call("arping", { ifName: "s0", ipAddress: "192.0.2.256" })).toEqual(unreachable);
     });
   });
 
   describe("resolvehostname", () => {
-    test("IPv4 and IPv6 addresses, in resolvedIpAddresses", async () => {
+    test("IPv4 and IPv6 addresses, in resolvedIpAddress (the spec's table) and resolvedIpAddresses (its sample)", async () => {
       const r = await w.call("resolvehostname", { hostname: "www.example.com" });
       expect(r.returnValue).toBe(true);
       expect([...r.resolvedIpAddresses].sort()).toEqual(["192.0.2.2", "2001:db8::2"]);
-      expect(Object.keys(r).sort()).toEqual(["resolvedIpAddresses", "returnValue"]);
-      expect(await w.call("resolvehostname", { hostname: "WWW.Closed.NET" })).toEqual({ returnValue: true, resolvedIpAddresses: ["192.0.2.3"] });
+      expect(r.resolvedIpAddress).toEqual(r.resolvedIpAddresses);
+      expect(Object.keys(r).sort()).toEqual(["resolvedIpAddress", "resolvedIpAddresses", "returnValue"]);
+      expect(await w.call("resolvehostname", { hostname: "WWW.Closed.NET" })).toEqual({
+        returnValue: true,
+        resolvedIpAddress: ["192.0.2.3"],
+        resolvedIpAddresses: ["192.0.2.3"],
+      });
     });
 
     test("the host-name rule is enforced before anything else", async () => {

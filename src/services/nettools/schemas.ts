@@ -29,7 +29,7 @@ const vlanRequest = {
 export const api = {
   arping: method({
     summary: "Broadcasts one ARP request for ipAddress on interface ifName and answers the MAC address that replied.",
-    request: () => z.looseObject({ ifName: z.string().min(1), ipAddress: z.string().min(1).describe("IPv4 address") }),
+    request: () => z.looseObject({ ifName: z.string().min(1), ipAddress: z.string().min(1).describe("IPv4 address (another: arping failed: unreachable network)") }),
     response: () => Response.extend({ foundMacAddress: z.string().optional() }),
   }),
   checkhttp: method({
@@ -72,9 +72,9 @@ export const api = {
     response: () => PingResponse,
   }),
   resolvehostname: method({
-    summary: "Resolves hostname (www.<name>.<org|com|net|gov|edu|jp|int|mil>) to the IPv4 and IPv6 addresses of the families this host has addresses of; answered in resolvedIpAddresses.",
+    summary: "Resolves hostname (www.<name>.<org|com|net|gov|edu|jp|int|mil>) to the IPv4 and IPv6 addresses of the families this host has addresses of; answered in resolvedIpAddress (the spec's table) and resolvedIpAddresses (its sample), the same list.",
     request: () => z.looseObject({ hostname: z.string() }),
-    response: () => Response.extend({ resolvedIpAddresses: z.array(z.string()).optional() }),
+    response: () => Response.extend({ resolvedIpAddress: z.array(z.string()).optional(), resolvedIpAddresses: z.array(z.string()).optional() }),
   }),
   sethostname: method({
     summary: "Sets the system host name (sethostname(2)) and writes it to the hostname file (atomically).",

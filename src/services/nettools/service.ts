@@ -108,7 +108,8 @@ export default defineService({
 
       handlers: {
         async arping(req) {
-          if (!isIPv4(req.ipAddress)) raise(E.schema);
+          // ARP asks for IPv4 addresses only: an IPv6 or unparsable address is not on a network ARP reaches.
+          if (!isIPv4(req.ipAddress)) raise(E.arpUnreachable);
           const r = await arping(req.ifName, req.ipAddress, o.arpTimeoutMs);
           if (r.ok) return ok({ foundMacAddress: r.mac });
           raise(r.why === "unreachable" ? E.arpUnreachable : E.arpNotFound);
@@ -211,7 +212,8 @@ export default defineService({
         async resolvehostname(req) {
           if (!followsHostRule(req.hostname)) raise(E.invalidHostname);
           const r = await resolveHost(req.hostname);
-          if (r.ok) return ok({ resolvedIpAddresses: r.addresses });
+          // Both names: the spec's table says resolvedIpAddress, its sample resolvedIpAddresses.
+          if (r.ok) return ok({ resolvedIpAddress: r.addresses, resolvedIpAddresses: [...r.addresses] });
           if (r.why === "unknown") {
             ctx.log.error({ err: r.error, hostname: req.hostname }, "resolvehostname failed");
             raise(E.unknown);
