@@ -27,17 +27,35 @@ export async function serve(argv: string[]) {
     "check-responses": { type: "boolean" },
   });
   for (const name of rest) serviceOrUsage(name);
+  // SIGTERM or SIGINT from here on is a request to stop: one that arrives while the
+  // services start (systemd stopping a unit that is still activating) stops them once
+  // they have started, and the exit is clean.
+  const signalled = untilSignal();
   const log = configureLogging(logLevel(flags, "info"));
-  const board = loadBoard(flags.board as string | undefined);
-  const busAddress = resolveBusAddress(flags.bus as string | undefined);
-  const rt = await startRuntime({
-    busAddress,
-    board,
-    stateDir: (flags["state-dir"] as string) ?? "/var/lib/devservices",
-    services: rest,
-    log,
-    checkResponses: flags["check-responses"] === true || undefined,
-  });
+  // Whatever escapes is one log line with its priority (fatal), never the runtime's
+  // own report with source lines.
+  const fatal = (what: string) => (e: unknown) => {
+    log.fatal({ err: e }, what);
+    process.exit(1);
+  };
+  process.on("uncaughtException", fatal("uncaught exception; exiting"));
+  process.on("unhandledRejection", fatal("unhandled rejection; exiting"));
+  let board, busAddress, rt;
+  try {
+    board = loadBoard(flags.board as string | undefined);
+    busAddress = resolveBusAddress(flags.bus as string | undefined);
+    log.info({ bus: busAddress, board: board.name }, "starting");
+    rt = await startRuntime({
+      busAddress,
+      board,
+      stateDir: (flags["state-dir"] as string) ?? "/var/lib/devservices",
+      services: rest,
+      log,
+      checkResponses: flags["check-responses"] === true || undefined,
+    });
+  } catch (e) {
+    return fatal("cannot start")(e);
+  }
   log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName), failed: rt.failed.map((f) => f.name) }, "devservices ready");
   // Under systemd (Type=notify): ready once every name that can be is owned (a
   // service that could not start is named in STATUS), watchdog pings, stopping.
@@ -48,7 +66,7 @@ export async function serve(argv: string[]) {
     log.fatal("lost the bus; exiting");
     process.exit(1);
   });
-  await untilSignal();
+  await signalled;
   log.info("stopping");
   systemd.stopping();
   // Stopping is bounded: a service whose stop hangs cannot keep the process past
