@@ -13,5 +13,6 @@ exampleSuite("Python", async () => {
   if (!existsSync(PYTHON)) return `${PYTHON} missing (scripts/setup installs python3)`;
   const check = Bun.spawnSync([PYTHON, "-c", "import dbus, dbus.mainloop.glib, gi.repository.GLib"]);
   if (check.exitCode !== 0) return `python3-dbus or python3-gi missing (scripts/setup installs them): ${check.stderr.toString().trim().split("\n").at(-1)}`;
-  return { argv: (program, args) => [PYTHON, join(ROOT, "examples/python", `${program}.py`), ...args] };
+  // -B: no __pycache__ written into the checkout.
+  return { argv: (program, args) => [PYTHON, "-B", join(ROOT, "examples/python", `${program}.py`), ...args] };
 });
