@@ -4,6 +4,7 @@ import * as serve from "./serve";
 import * as call from "./call";
 import * as describe from "./describe";
 import * as demo from "./demo";
+import * as board from "./board";
 
 export interface Command {
   /** Its usage: the first line is the synopsis, the rest is indented description. */
@@ -16,4 +17,5 @@ export const COMMANDS: Record<string, Command> = {
   call: { USAGE: call.USAGE, run: call.call },
   describe: { USAGE: describe.USAGE, run: describe.describe },
   demo: { USAGE: demo.USAGE, run: demo.demo },
+  board: { USAGE: board.USAGE, run: board.board },
 };
