@@ -2,7 +2,7 @@
 // The CLI only: the subcommands live in src/cli/ (parsing, then the runtime for
 // serve/demo, the client for call, the schemas for describe).
 import { COMMANDS } from "./cli";
-import { usage } from "./cli/args";
+import { setCommand, usage, usageText, wantsHelp } from "./cli/args";
 import pkg from "../package.json" with { type: "json" };
 
 const HELP = `devservices ${pkg.version}: the device services of this platform, and their command line.
@@ -12,19 +12,33 @@ ${Object.values(COMMANDS)
   .map((c) => `  ${c.USAGE.trimEnd()}\n`)
   .join("\n")}
   devservices --version | --help | help COMMAND
+      COMMAND --help (or -h) and help COMMAND print one command's usage.
 `;
+
+const isCommand = (name: string | undefined): name is string => name !== undefined && Object.hasOwn(COMMANDS, name);
 
 async function main() {
   const [cmd, ...argv] = process.argv.slice(2);
-  if (cmd !== undefined && Object.hasOwn(COMMANDS, cmd)) return COMMANDS[cmd]!.run(argv);
+  if (isCommand(cmd)) {
+    // Every subcommand: --help/-h prints its usage; its usage errors name it.
+    if (wantsHelp(argv)) return process.stdout.write(usageText(COMMANDS[cmd]!.USAGE));
+    setCommand(cmd);
+    return COMMANDS[cmd]!.run(argv);
+  }
   switch (cmd) {
     case "--version":
     case "version":
       return console.log(pkg.version);
+    case "help":
+      if (argv.length > 1) usage("help takes at most one COMMAND");
+      if (argv.length === 1) {
+        if (!isCommand(argv[0])) usage(`unknown command ${argv[0]}`);
+        return process.stdout.write(usageText(COMMANDS[argv[0]]!.USAGE));
+      }
+      return process.stdout.write(HELP);
     case undefined:
     case "-h":
     case "--help":
-    case "help":
       return process.stdout.write(HELP);
     default:
       usage(`unknown command ${cmd}`);

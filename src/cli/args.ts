@@ -1,7 +1,30 @@
-// What every subcommand shares: strict option parsing, usage errors (exit 2), and
-// the values several commands take (log level, whole numbers, service names).
+// What every subcommand shares: --help and -h, strict option parsing, usage errors
+// (exit 2) that point at the subcommand's own usage, and the values several commands
+// take (log level, whole numbers, service names).
 import { parseArgs } from "node:util";
 import { SERVICES, findService } from "../services";
+
+/** The subcommand being run (main.ts sets it): usage errors name its --help. */
+let current: string | undefined;
+
+export function setCommand(name: string | undefined): void {
+  current = name;
+}
+
+/**
+ * Whether argv asks for help: `--help` or `-h` anywhere before `--`. Every subcommand
+ * gets it before its own parsing (a value cannot be either: node:util's strict
+ * parsing refuses an option value that starts with a dash).
+ */
+export function wantsHelp(argv: string[]): boolean {
+  const end = argv.indexOf("--");
+  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h");
+}
+
+/** A subcommand's usage as `--help` prints it. */
+export function usageText(usage: string): string {
+  return `Usage: ${usage.trimEnd()}\n`;
+}
 
 export type Flags = Record<string, string | boolean | undefined>;
 export type OptionSpec = Record<string, { type: "string" | "boolean"; short?: string }>;
@@ -17,7 +40,8 @@ export function cli(argv: string[], options: OptionSpec): { flags: Flags; rest: 
 }
 
 export function usage(msg: string): never {
-  process.stderr.write(`devservices: ${msg}\nTry 'devservices --help'.\n`);
+  const cmd = current ? `devservices ${current}` : "devservices";
+  process.stderr.write(`${cmd}: ${msg}\nTry '${cmd} --help'.\n`);
   process.exit(2);
 }
 
