@@ -1,16 +1,22 @@
 // devservices call: the platform's luna-send.
-import { resolveBusAddress } from "../bus/connection";
+import { resolveBusAddress, METHOD_CALL, type Message } from "../bus/connection";
 import { BusClient } from "../bus/client";
-import { parseUri } from "../bus/wire";
+import { parseUri, objectPath, memberName, SUBSCRIPTION_INTERFACE } from "../bus/wire";
+import { parseJson } from "../bus/json";
 import { cli, usage, wholeNumber } from "./args";
 
-export const USAGE = `devservices call [--bus ADDRESS] [-n COUNT] [-i] [-f] [-w MS] URI [PAYLOAD]
+export const USAGE = `devservices call [--bus ADDRESS] [-n COUNT] [-i] [-f] [-w MS] [-a APPID] URI [PAYLOAD]
       Calls a method, like luna-send. URI: luna://com.vendor.service.NAME/method/path or
-      com.vendor.service.NAME/method/path. PAYLOAD is a JSON object (default {}).
-      Each response is printed as one JSON line on stdout; diagnostics go to stderr.
-      With "subscribe":true in PAYLOAD the call stays open:
+      com.vendor.service.NAME/method/path. PAYLOAD is a JSON object (default {}), sent
+      as it is. Each response is printed as one JSON line on stdout; diagnostics go to
+      stderr. A call whose first response says "subscribed":true stays open (with
+      "subscribe":true in PAYLOAD, or a method that always subscribes) when asked to:
         -n COUNT  exit after COUNT messages (the first response counts)
-        -i        print messages until interrupted (Ctrl-C cancels the subscription)
+        -i        print messages until interrupted (Ctrl-C or SIGTERM cancels the
+                  subscription, then exits 0)
+      Without -n or -i, the call prints its first response and ends (cancels) it.
+      -a APPID sends the call as application APPID: the payload's "appId" (docs/bus.md,
+      "Caller identity"); a claim the service may check, never a credential.
       -f pretty-prints; -w MS waits at most MS milliseconds (default 25000 for the
       first response; with -n, for all of them). A file descriptor attached to a reply
       is reported on stderr. Exit status: 0 when the call was answered, 1 when it was
@@ -24,6 +30,7 @@ export async function call(argv: string[]) {
     wait: { type: "string", short: "w" },
     interactive: { type: "boolean", short: "i" },
     format: { type: "boolean", short: "f" },
+    "app-id": { type: "string", short: "a" },
   });
   if (rest.length < 1 || rest.length > 2) usage("call takes URI [PAYLOAD]");
   let target: { busName: string; method: string };
@@ -33,7 +40,7 @@ export async function call(argv: string[]) {
     usage((e as Error).message);
   }
   const { busName, method } = target;
-  const text = rest[1] ?? "{}";
+  let text = rest[1] ?? "{}";
   let payload: Record<string, unknown> | undefined;
   try {
     const p = JSON.parse(text);
@@ -41,59 +48,155 @@ export async function call(argv: string[]) {
   } catch {
     /* sent as it is: the service answers malformed JSON with its own error */
   }
+  const appId = flags["app-id"] as string | undefined;
+  if (appId !== undefined) {
+    if (!appId) usage("-a takes an app id, got ''");
+    if (!payload) usage("-a needs PAYLOAD to be a JSON object (the app id is its appId)");
+    if (payload.appId !== undefined && payload.appId !== appId) usage(`-a ${appId} and the payload's appId ${JSON.stringify(payload.appId)} differ`);
+    payload = { ...payload, appId };
+    text = JSON.stringify(payload);
+  }
   const count = wholeNumber(flags, "count", "-n", 1);
   const waitMs = wholeNumber(flags, "wait", "-w", 1) ?? 25000;
   const print = (m: unknown) => process.stdout.write(JSON.stringify(m, null, flags.format ? 2 : undefined) + "\n");
-  let client: BusClient;
+  const fail = (msg: string): never => {
+    process.stderr.write(`devservices: ${busName}/${method}: ${msg}\n`);
+    client?.close();
+    process.exit(1);
+  };
+  let client: BusClient | undefined;
   try {
     client = await BusClient.connect(resolveBusAddress(flags.bus as string | undefined), { timeoutMs: waitMs });
   } catch (e) {
     process.stderr.write(`devservices: cannot connect to the bus: ${(e as Error).message}\n`);
     process.exit(1);
   }
+  // A call that may stay open: asked to (-i, -n) or subscribing by its payload. Its
+  // first response decides (subscribed:true), so the payload goes as it is.
+  const mayStay = payload !== undefined && (flags.interactive === true || count !== undefined || payload.subscribe === true);
   try {
-    if (payload?.subscribe === true) {
-      let seen = 0;
-      let timedOut = false;
-      let done!: () => void;
-      const finished = new Promise<void>((r) => (done = r));
-      const onMessage = (m: Record<string, unknown>) => {
-        print(m);
-        if (count !== undefined && ++seen >= count) done();
-      };
-      const timer = !flags.interactive
+    if (!mayStay) {
+      const { response, fd } = await client.callWithFd(busName, method, payload ?? text, { timeoutMs: waitMs });
+      print(response);
+      if (fd !== undefined) process.stderr.write(`devservices: the reply carried file descriptor ${fd}\n`);
+      client.close();
+      process.exit(0);
+    }
+    let seen = 0;
+    let timedOut = false;
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    // Ctrl-C or SIGTERM: the subscription is cancelled (below), then the call exits 0.
+    process.once("SIGINT", () => done());
+    process.once("SIGTERM", () => done());
+    const timer =
+      count !== undefined
         ? setTimeout(() => {
             timedOut = true;
             done();
           }, waitMs)
         : undefined;
-      const sub = await client.subscribe(busName, method, payload, onMessage, { timeoutMs: waitMs });
-      print(sub.first);
-      seen++;
-      const open = sub.first.subscribed === true;
-      if (!open || (count !== undefined && seen >= count) || (count === undefined && !flags.interactive)) done();
-      process.once("SIGINT", () => done());
-      process.once("SIGTERM", () => done());
-      sub.ended.then(() => done());
-      await finished;
-      clearTimeout(timer);
-      await sub.cancel();
-      if (count !== undefined && seen < count) {
-        const why = timedOut ? `within ${waitMs} ms` : open ? "before the subscription ended" : "(the call did not subscribe)";
-        process.stderr.write(`devservices: ${busName}/${method}: ${seen} of ${count} messages ${why}\n`);
-        client.close();
-        process.exit(1);
-      }
-    } else {
-      const { response, fd } = await client.callWithFd(busName, method, payload ?? text, { timeoutMs: waitMs });
-      print(response);
-      if (fd !== undefined) process.stderr.write(`devservices: the reply carried file descriptor ${fd}\n`);
+    const open = await openCall(client, busName, method, text, waitMs, (m) => {
+      print(m);
+      if (count !== undefined && ++seen >= count) done();
+    });
+    print(open.first);
+    if (open.fd !== undefined) process.stderr.write(`devservices: the reply carried file descriptor ${open.fd}\n`);
+    seen++;
+    const stays = open.first.subscribed === true;
+    if (!stays || (count !== undefined && seen >= count) || (count === undefined && !flags.interactive)) done();
+    open.ended.then(() => done());
+    // A handle that keeps the event loop from spinning while it waits (docs/bus.md).
+    const keep = setInterval(() => {}, 1 << 30);
+    await finished;
+    clearInterval(keep);
+    clearTimeout(timer);
+    await open.cancel();
+    if (count !== undefined && seen < count) {
+      const why = timedOut ? `within ${waitMs} ms` : stays ? "before the subscription ended" : "(the call did not subscribe)";
+      fail(`${seen} of ${count} messages ${why}`);
     }
   } catch (e) {
-    process.stderr.write(`devservices: ${busName}/${method}: ${(e as Error).message}\n`);
-    client.close();
-    process.exit(1);
+    fail((e as Error).message);
   }
   client.close();
   process.exit(0);
 }
+
+interface OpenCall {
+  first: Record<string, any>;
+  fd?: number;
+  /** Resolves when the service ends the subscription or leaves the bus (at once when the call did not subscribe). */
+  ended: Promise<void>;
+  /** Cancels the subscription (the service's Cancel); nothing when it has ended. */
+  cancel(): Promise<void>;
+}
+
+/**
+ * A call that may become a subscription, its payload sent as it is (docs/bus.md,
+ * "Subscriptions"): later messages are the service's Push signals for this call's
+ * serial, taken from the service's connection only, and an Ended signal, the service
+ * leaving the bus or cancel() ends it. BusClient.subscribe adds "subscribe":true to
+ * the payload; luna-send's -i and -n send what they are given.
+ */
+async function openCall(client: BusClient, busName: string, method: string, text: string, timeoutMs: number, onMessage: (m: Json) => void): Promise<OpenCall> {
+  const path = objectPath(busName);
+  const serial = client.conn.newSerial();
+  let active = true;
+  let endResolve!: () => void;
+  const ended = new Promise<void>((r) => (endResolve = r));
+  let unwatch: (() => void) | undefined;
+  // Signals of this serial that came before the reply told which connection is the service's.
+  let early: Message[] | undefined = [];
+  let service: string | undefined;
+  const end = () => {
+    if (!active) return;
+    active = false;
+    off();
+    unwatch?.();
+    endResolve();
+  };
+  const take = (msg: Message) => {
+    if (!active || msg.sender !== service) return;
+    if (msg.member === "Push" && msg.signature === "us") onMessage(parseJson(msg.body[1]));
+    else if (msg.member === "Ended") end();
+  };
+  const off = client.conn.onSignal((msg) => {
+    if (msg.interface !== SUBSCRIPTION_INTERFACE || msg.path !== path || msg.body[0] !== serial) return;
+    if (early) early.push(msg);
+    else take(msg);
+  });
+  let reply: Message;
+  try {
+    reply = await client.conn.call({ type: METHOD_CALL, destination: busName, path, interface: busName, member: memberName(method), signature: "s", body: [text] }, timeoutMs, serial);
+  } catch (e) {
+    end();
+    throw e;
+  }
+  const first = parseJson(reply.body[0]);
+  const fd = reply.signature === "sh" ? (reply.body[1] as number) : undefined;
+  service = reply.sender;
+  const queued = early;
+  early = undefined;
+  if (first?.subscribed !== true || !service) end();
+  else {
+    for (const m of queued) take(m);
+    if (active) {
+      const stop = await client.watchPeer(service, end).catch(() => undefined);
+      if (active) unwatch = stop;
+      else stop?.();
+    }
+  }
+  return {
+    first,
+    fd,
+    ended,
+    cancel: async () => {
+      if (!active) return;
+      end();
+      await client.callRaw({ destination: busName, path, interface: SUBSCRIPTION_INTERFACE, member: "Cancel", signature: "u", body: [serial] }).catch(() => {});
+    },
+  };
+}
+
+type Json = Record<string, any>;
