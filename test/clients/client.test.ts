@@ -4,7 +4,7 @@
 // session or an address, the appId option, and nothing left behind after 100
 // subscribe/break cycles (counted on the daemon and in the services).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { connect, ServiceError, SERVICE_APIS, type ServiceClient } from "../../src/clients";
+import { connect, ServiceError, SubscriptionLost, SERVICE_APIS, type ServiceClient } from "../../src/clients";
 import { busNameFor } from "../../src/clients/services";
 import { SERVICES } from "../../src/services";
 import { E as POWER_E } from "../../src/services/power/errors";
@@ -110,6 +110,22 @@ test("a subscription whose first answer is a failure throws the ServiceError fro
   await expect(failing.first).rejects.toBeInstanceOf(ServiceError);
   await ta.$close();
   expect(serverStats().subscriptions).toBe(0);
+});
+
+test("a subscription whose loop does not read past maxBuffered messages is cancelled and throws SubscriptionLost 'overflow'", async () => {
+  const slow = await connect("power2", { bus: env.bus.address, maxBuffered: 3 });
+  const sub = slow.getState.subscribe({});
+  await sub.first;
+  for (const state of ["GarageModeState", "ActiveState", "GarageModeState", "ActiveState"]) await power.setState({ state, reason: 1 });
+  await eventually(() => serverStats().subscriptions === 0);
+  const seen: unknown[] = [];
+  const e = await (async () => {
+    for await (const m of sub) seen.push(m);
+  })().catch((x) => x);
+  expect(e).toBeInstanceOf(SubscriptionLost);
+  expect(e.reason).toBe("overflow");
+  expect(seen.length).toBe(3);
+  await slow.$close();
 });
 
 test("100 subscribe/break cycles leave no subscription in the service and no match rule on the daemon", async () => {
