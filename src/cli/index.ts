@@ -4,6 +4,7 @@ import * as serve from "./serve";
 import * as call from "./call";
 import * as describe from "./describe";
 import * as demo from "./demo";
+import * as health from "./health";
 import * as board from "./board";
 
 export interface Command {
@@ -17,5 +18,6 @@ export const COMMANDS: Record<string, Command> = {
   call: { USAGE: call.USAGE, run: call.call },
   describe: { USAGE: describe.USAGE, run: describe.describe },
   demo: { USAGE: demo.USAGE, run: demo.demo },
+  health: { USAGE: health.USAGE, run: health.health },
   board: { USAGE: board.USAGE, run: board.board },
 };
