@@ -13,7 +13,7 @@
 import type { z } from "zod";
 import { BusClient, BusError, type ClientSubscription } from "../bus/client";
 import { resolveBusAddress } from "../bus/connection";
-import { schemaOf, type MethodSpec } from "../core/service";
+import type { MethodSpec } from "../core/service";
 import type { Json } from "../core/errors";
 import { SERVICE_APIS, busNameFor, type ServiceName } from "./services";
 
@@ -75,11 +75,12 @@ export interface ConnectOptions {
   /** An open connection to share (its bus is used; $close() leaves it open). */
   connection?: BusClient;
   /**
-   * The application's ID, as luna-send's `-a`: sent as `appId` with every call of a
-   * method whose request has an `appId` field (camera2 `open`, videooutput `connect`)
-   * when the call does not set one. A claim of the caller, never a credential: what
-   * a caller may do is decided by its uid and groups (docs/security.md); an appId can
-   * only narrow that (camera2's `appIds`).
+   * The application's ID, as luna-send's `-a` (`devservices call -a`): the payload's
+   * top-level `appId` in every call (docs/bus.md, "Caller identity"); a request with
+   * another `appId` is refused here (TypeError). Methods that read it (camera2 `open`,
+   * videooutput `connect`) take it from there, the others ignore it. A claim of the
+   * caller, never a credential: what a caller may do is decided by its uid and groups
+   * (docs/security.md); an appId can only narrow that (camera2's `appIds`).
    */
   appId?: string;
   /** For a family of services (`record`): the instance, e.g. the pipeline ID `main`. */
@@ -265,31 +266,6 @@ export class Subscription<M extends MethodSpec = MethodSpec> implements AsyncIte
 
 // ---- connect ----------------------------------------------------------------------
 
-const appIdMethods = new WeakMap<MethodSpec, boolean>();
-
-/** Whether a method's request declares an `appId` field (where `connect`'s appId is sent). */
-function takesAppId(spec: MethodSpec): boolean {
-  let v = appIdMethods.get(spec);
-  if (v === undefined) {
-    const shape = objectShape(schemaOf(spec, "request"));
-    appIdMethods.set(spec, (v = !!shape && "appId" in shape));
-  }
-  return v;
-}
-
-/** The shape of an object schema, through lazy, pipe and wrapper schemas. */
-function objectShape(s: z.ZodType): Record<string, unknown> | undefined {
-  for (let i = 0; i < 8; i++) {
-    const def = (s as any)._zod?.def;
-    if (!def) return undefined;
-    if (def.type === "object") return def.shape;
-    const inner = def.type === "lazy" ? def.getter() : def.type === "pipe" ? def.in : def.innerType;
-    if (!inner) return undefined;
-    s = inner;
-  }
-  return undefined;
-}
-
 /**
  * Connects to a service by its short name (`power2`, `peripheralmanager`, `record`
  * with `instance`). The returned object has one function per method; `$close()`
@@ -307,12 +283,16 @@ export async function connect<N extends ServiceName>(name: N, opts: ConnectOptio
   const maxBuffered = opts.maxBuffered ?? 10000;
   const timeout = (o?: CallOptions) => ({ timeoutMs: o?.timeoutMs ?? opts.timeoutMs });
 
-  const withAppId = (spec: MethodSpec, req: Json): Json =>
-    opts.appId !== undefined && req.appId === undefined && takesAppId(spec) ? { ...req, appId: opts.appId } : req;
+  // The bus contract's application id (docs/bus.md, "Caller identity"): the payload's top-level appId.
+  const withAppId = (method: string, req: Json): Json => {
+    if (opts.appId === undefined || req.appId === opts.appId) return req;
+    if (req.appId !== undefined) throw new TypeError(`${busName}/${method}: the request's appId '${String(req.appId)}' is not the client's '${opts.appId}'`);
+    return { ...req, appId: opts.appId };
+  };
 
   const methodFn = (method: string, spec: MethodSpec) => {
     const call = async (request: Json = {}, o?: CallOptions) => {
-      const payload = withAppId(spec, request);
+      const payload = withAppId(method, request);
       let response: Json;
       if (spec.subscribable && (payload.subscribe === true || spec.alwaysSubscribes)) {
         // One answer asked for a call that stays open: take the first, then cancel.
@@ -325,7 +305,7 @@ export async function connect<N extends ServiceName>(name: N, opts: ConnectOptio
     };
     if (spec.subscribable) {
       (call as any).subscribe = (request: Json = {}, o?: CallOptions) =>
-        new Subscription(client, busName, method, withAppId(spec, request), {
+        new Subscription(client, busName, method, withAppId(method, request), {
           ...timeout(o),
           maxBuffered,
           isLost: () => lost,

@@ -183,7 +183,7 @@ describe("the bus", () => {
   });
 });
 
-test("appId: sent with the methods whose request has one (camera2 open), checked by the service against its appIds", async () => {
+test("appId: the payload's top-level appId in every call (docs/bus.md), read by camera2 open against its appIds; another appId in a request is refused", async () => {
   const listed = await connect("camera2", { bus: env.bus.address, appId: "com.example.allowed" });
   const unlisted = await connect("camera2", { bus: env.bus.address, appId: "com.example.other" });
   const none = await connect("camera2", { bus: env.bus.address });
@@ -191,14 +191,14 @@ test("appId: sent with the methods whose request has one (camera2 open), checked
     const e = await unlisted.open({ id: "camera1" }).catch((x) => x);
     expect(e).toBeInstanceOf(ServiceError);
     expect({ code: e.errorCode, text: e.errorText }).toEqual(CAMERA_E.cannotOpen);
-    // The call's own appId wins over the connection's.
-    const h = await unlisted.open({ id: "camera1", appId: "com.example.allowed" });
-    await unlisted.close({ handle: h.handle });
+    // A request naming another app than the client's: which one was meant? Refused before it is sent.
+    await expect(unlisted.open({ id: "camera1", appId: "com.example.allowed" })).rejects.toThrow(TypeError);
+    expect((await unlisted.open({ id: "camera1", appId: "com.example.other" }).catch((x) => x)).errorCode).toBe(CAMERA_E.cannotOpen.code);
     const h1 = await listed.open({ id: "camera1" });
     await listed.close({ handle: h1.handle });
     const h2 = await none.open({ id: "camera1" });
     await none.close({ handle: h2.handle });
-    // Methods without an appId field get none (the payload stays what the schema describes).
+    // Methods that do not read an appId ignore it.
     expect((await listed.getCameraList({})).deviceList.length).toBeGreaterThan(0);
   } finally {
     for (const c of [listed, unlisted, none]) await c.$close();
