@@ -6,6 +6,15 @@ import type { HardwareSectionT, PlaneT } from "./section";
 import { at, listed, missing, mismatch, ok, why, type Part } from "./part";
 import { nodes, type ProbeOptions } from "./system";
 
+/**
+ * A pixel format as recipes write it: its four characters without trailing spaces,
+ * and `-BE` for the big-endian variants (bit 31 set), as v4l2-ctl prints them.
+ */
+export function formatName(pixelformat: number): string {
+  const name = v4l2.fourccString(pixelformat & 0x7fffffff).trimEnd();
+  return pixelformat & 0x80000000 ? `${name}-BE` : name;
+}
+
 export interface VideoSeen { path: string; node: string; driver: string; card: string; capture: boolean; formats: string[]; error?: string }
 
 /** Every /dev/videoN: VIDIOC_QUERYCAP and its capture formats (VIDIOC_ENUM_FMT). */
@@ -21,7 +30,7 @@ export function listVideo(o: ProbeOptions): VideoSeen[] {
     try {
       const cap = v4l2.querycap(fd);
       const capture = (cap.deviceCaps & v4l2.Cap.VIDEO_CAPTURE) !== 0;
-      return { path, node, driver: cap.driver, card: cap.card, capture, formats: capture ? v4l2.enumFormats(fd).map((f) => f.fourcc.trimEnd()) : [] };
+      return { path, node, driver: cap.driver, card: cap.card, capture, formats: capture ? v4l2.enumFormats(fd).map((f) => formatName(f.pixelformat)) : [] };
     } catch (e) {
       return { path, node, driver: "", card: "", capture: false, formats: [], error: why(e) };
     } finally {

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { PARSE_ONCE } from "../core/config";
 
-const fourcc = z.string().regex(/^[\x20-\x7e]{1,4}$/, "a V4L2 pixel format code (fourcc) such as YUYV");
+const fourcc = z.string().regex(/^[\x21-\x7e][\x20-\x7e]{0,3}(-BE)?$/, "a V4L2 pixel format code (fourcc) such as YUYV, -BE for a big-endian variant");
 
 export const VideoDevice = z.object({
   /** The node (/dev/videoN); or find the node by driver (and card). */

@@ -10,6 +10,8 @@ import { BUN, ROOT } from "../helpers/harness";
 import * as termios from "../../src/ffi/termios";
 import { checkAccess, parseRules } from "../../src/boardcheck/host";
 import { defaults } from "../../src/boardcheck/system";
+import { formatName } from "../../src/boardcheck/media";
+import { parseHardware } from "../../src/boardcheck/section";
 
 let dir: string;
 let pty: termios.Pty;
@@ -223,4 +225,15 @@ describe("formats and exit codes", () => {
     const c = await board("check", "--board", f, "--json");
     expect({ code: c.code, findings: json(c.stdout).parts.filter((p) => p.status === "missing" || p.status === "mismatch") }).toEqual({ code: 0, findings: [] });
   }, T);
+});
+
+describe("V4L2 format names", () => {
+  test("four characters without trailing spaces, -BE for a big-endian variant; the hardware section takes both", () => {
+    const fcc = (s: string) => (s.charCodeAt(0) | (s.charCodeAt(1) << 8) | (s.charCodeAt(2) << 16) | (s.charCodeAt(3) << 24)) >>> 0;
+    expect(formatName(fcc("YUYV"))).toBe("YUYV");
+    expect(formatName(fcc("Y10 "))).toBe("Y10");
+    expect(formatName((fcc("XR15") | 0x80000000) >>> 0)).toBe("XR15-BE");
+    expect(parseHardware({ video: { c: { driver: "vivid", formats: ["YUYV", "Y10", "XR15-BE"] } } }, "t").video.c!.formats).toEqual(["YUYV", "Y10", "XR15-BE"]);
+    expect(() => parseHardware({ video: { c: { driver: "vivid", formats: ["XR15\u0080"] } } }, "t")).toThrow("a V4L2 pixel format code");
+  });
 });
