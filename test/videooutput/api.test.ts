@@ -24,6 +24,8 @@ beforeEach(async () => {
 });
 
 const FULL = { x: 0, y: 0, width: 1920, height: 1080 };
+const ZERO = { x: 0, y: 0, width: 0, height: 0 };
+const invalid = (what: string) => ({ returnValue: false, errorCode: 4, errorMessage: `Invalid parameters: ${what}` });
 
 describe("capabilities and parameters", () => {
   test("getOutputCapabilities: the display's planes and each sink's scaling sizes", async () => {
@@ -50,12 +52,12 @@ describe("capabilities and parameters", () => {
 });
 
 describe("connect and disconnect", () => {
-  test("connect gives the sink's plane (planeID) and a full-screen window of the display's size; disconnect turns it off", async () => {
+  test("connect gives the sink's plane (planeID); the status says nothing is set yet (fullScreen false, zero rectangles, 0x0) until setVideoData and setDisplayWindow; disconnect turns it off", async () => {
     expect(await v.call("connect", { source: "VDEC", sourcePort: 1, sink: "MAIN", appId: "com.example.player" })).toEqual({ returnValue: true, planeID: 31 });
     const s = (await v.status()).MAIN!;
     expect(s).toEqual({
-      connected: true, connectedSource: "VDEC", connectedSourcePort: 1, contentType: "unknown", displayOutput: FULL, frameRate: 0,
-      fullScreen: true, height: 1080, width: 1920, muted: false, opacity: 255, scanType: "unknown", sink: "MAIN", sourceInput: FULL, zOrder: 0,
+      connected: true, connectedSource: "VDEC", connectedSourcePort: 1, contentType: "unknown", displayOutput: ZERO, frameRate: 0,
+      fullScreen: false, height: 0, width: 0, muted: false, opacity: 255, scanType: "unknown", sink: "MAIN", sourceInput: ZERO, zOrder: 0,
     });
     expect((await v.status()).SUB0!.connected).toBe(false);
     expect(await v.call("disconnect", { sink: "MAIN" })).toEqual(OK);
@@ -101,9 +103,16 @@ describe("setDisplayWindow", () => {
       { sink: "NONE", fullScreen: true },
     ];
     for (const p of bad) expect([p, await v.call("display/setDisplayWindow", p)]).toEqual([p, expect.objectContaining(row(4))]);
+    // Beyond a declared range: a sentence naming the field, not the validator's text.
+    expect(await v.call("display/setDisplayWindow", { sink: "MAIN", fullScreen: false, displayOutput: { x: 0, y: 0, width: -1, height: 5 } }))
+      .toEqual(invalid("displayOutput.width must be 0 to 2147483647 (int32)"));
+    expect(await v.call("display/setDisplayWindow", { sink: "MAIN", fullScreen: false, displayOutput: { x: 2 ** 31, y: 0, width: 1, height: 5 } }))
+      .toEqual(invalid("displayOutput.x must be -2147483648 to 2147483647 (int32)"));
+    expect(await v.call("display/setDisplayWindow", { sink: "", fullScreen: true })).toEqual(invalid("sink must not be empty"));
     expect(await v.call("display/setDisplayWindow", { sink: "MAIN" })).toMatchObject(row(3));
     expect(await v.call("display/setDisplayWindow", { sink: "MAIN", fullScreen: false, displayOutput: { x: 0, y: 0, width: "10", height: 5 } })).toMatchObject(row(3));
-    expect((await v.status()).MAIN).toMatchObject({ fullScreen: true, displayOutput: FULL });
+    // Nothing was set: the status is still connect's.
+    expect((await v.status()).MAIN).toMatchObject({ fullScreen: false, displayOutput: ZERO, sourceInput: ZERO });
   });
 
   test("102 below the plane's maxDownscaleSize, 103 above its maxUpscaleSize; the window is kept", async () => {
@@ -134,11 +143,31 @@ describe("setVideoData", () => {
     expect((await v.status()).MAIN).toMatchObject({ frameRate: 25, contentType: "movie", sourceInput: { x: 0, y: 0, width: 640, height: 360 } });
   });
 
-  test("4: beyond 3840x2160 or zero; 3: frameRate, width or sink missing, a string width", async () => {
+  test("width and height are uint32: DCI 4K (4096x2160) and up to the board's largest frame (8192x4320 by default) are taken", async () => {
     await v.call("connect", { source: "VDEC", sink: "MAIN" });
-    for (const p of [{ width: 3841, height: 10 }, { width: 10, height: 2161 }, { width: 0, height: 10 }, { width: -1, height: 10 }]) {
-      expect(await v.call("setVideoData", { sink: "MAIN", frameRate: 30, ...p })).toMatchObject(row(4));
-    }
+    expect(await v.call("setVideoData", { sink: "MAIN", width: 4096, height: 2160, frameRate: 24 })).toEqual(OK);
+    expect((await v.status()).MAIN).toMatchObject({ width: 4096, height: 2160, frameRate: 24 });
+    // The crop may cover the whole DCI 4K frame; the output stays within 3840x2160.
+    const crop = { x: 0, y: 0, width: 4096, height: 2160 };
+    expect(await v.call("display/setDisplayWindow", { sink: "MAIN", fullScreen: true, sourceInput: crop })).toEqual(OK);
+    expect((await v.status()).MAIN).toMatchObject({ sourceInput: crop, displayOutput: FULL, fullScreen: true });
+    expect(await v.call("setVideoData", { sink: "MAIN", width: 8192, height: 4320, frameRate: 60 })).toEqual(OK);
+    expect(await v.call("setVideoData", { sink: "MAIN", width: 3841, height: 2161, frameRate: 60 })).toEqual(OK);
+  });
+
+  test("4 with a sentence per field: zero, negative, beyond uint32, beyond the board's largest frame, a negative frameRate; 3: frameRate, width or sink missing, a string width", async () => {
+    await v.call("connect", { source: "VDEC", sink: "MAIN" });
+    const cases: [Json, string][] = [
+      [{ width: 0, height: 10 }, "width must be at least 1"],
+      [{ width: 10, height: 0 }, "height must be at least 1"],
+      [{ width: -1, height: 10 }, "width must be 0 to 4294967295 (uint32)"],
+      [{ width: 10, height: 2 ** 32 }, "height must be 0 to 4294967295 (uint32)"],
+      [{ width: 8193, height: 10 }, "width 8193 is more than this board's frames take, 8192 (maxFrameWidth)"],
+      [{ width: 10, height: 4321 }, "height 4321 is more than this board's frames take, 4320 (maxFrameHeight)"],
+      [{ width: 10, height: 10, frameRate: -1 }, "frameRate must not be negative"],
+    ];
+    for (const [p, text] of cases) expect(await v.call("setVideoData", { sink: "MAIN", frameRate: 30, ...p })).toEqual(invalid(text));
+    expect((await v.status()).MAIN).toMatchObject({ width: 0, height: 0 });
     expect(await v.call("setVideoData", { sink: "MAIN", width: 3840, height: 2160, frameRate: 60 })).toEqual(OK);
     for (const p of [{ sink: "MAIN", width: 10, height: 10 }, { sink: "MAIN", height: 10, frameRate: 1 }, { width: 10, height: 10, frameRate: 1 }, { sink: "MAIN", width: "10", height: 10, frameRate: 1 }]) {
       expect(await v.call("setVideoData", p)).toEqual({ returnValue: false, errorCode: 3, errorMessage: "Could not validate json message against schema" });
@@ -160,18 +189,30 @@ describe("setCompositing", () => {
     expect(await v.call("display/setCompositing", { composeOrder: [{ sink: "SUB0", opacity: 255, zOrder: 1, context: "A" }, { sink: "MAIN", opacity: 255, zOrder: 0, context: "A" }] })).toEqual(OK);
   });
 
-  test("4: opacity beyond 0..255, zOrder beyond 0..3 or the sink count, a sink twice, an unknown sink; 5: a context not registered; 3: fields missing (an empty list: 4)", async () => {
+  test("4: opacity beyond 0..255, zOrder beyond 0..3 or the sink count, a sink twice, an unknown sink; 3: fields missing (an empty list: 4)", async () => {
     await v.call("register", { context: "A" });
     const c = { sink: "SUB0", opacity: 10, zOrder: 1, context: "A" };
     for (const p of [{ ...c, opacity: 256 }, { ...c, opacity: -1 }, { ...c, zOrder: 4 }, { ...c, zOrder: -1 }, { ...c, zOrder: 2 }, { ...c, sink: "SUB1" }]) {
       expect([p, await v.call("display/setCompositing", { composeOrder: p })]).toEqual([p, expect.objectContaining(row(4))]);
     }
     expect(await v.call("display/setCompositing", { composeOrder: [c, c] })).toEqual({ returnValue: false, errorCode: 4, errorMessage: "Invalid parameters: sink SUB0 given twice" });
-    expect(await v.call("display/setCompositing", { composeOrder: { ...c, context: "Z" } })).toEqual({ returnValue: false, errorCode: 5, errorMessage: "Invalid status: context Z is not registered" });
+    expect(await v.call("display/setCompositing", { composeOrder: { ...c, opacity: 256 } })).toEqual(invalid("composeOrder.opacity must be 0 (transparent) to 255 (opaque)"));
+    expect(await v.call("display/setCompositing", { composeOrder: [c, { ...c, sink: "MAIN", zOrder: 4 }] })).toEqual(invalid("composeOrder[1].zOrder must be 0 to 3"));
+    expect(await v.call("display/setCompositing", { composeOrder: [] })).toEqual(invalid("composeOrder must have at least one entry"));
     expect(await v.call("display/setCompositing", { composeOrder: { sink: "SUB0", opacity: 10, zOrder: 1 } })).toMatchObject(row(3));
     expect(await v.call("display/setCompositing", {})).toMatchObject(row(3));
-    expect(await v.call("display/setCompositing", { composeOrder: [] })).toMatchObject(row(4));
     expect((await v.status()).SUB0).toMatchObject({ opacity: 255, zOrder: 1 });
+  });
+
+  test("registration is optional: a sink connected without a context is composed under a context nobody registered", async () => {
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB0" })).toEqual({ returnValue: true, planeID: 32 });
+    expect(await v.call("display/setCompositing", { composeOrder: { sink: "SUB0", opacity: 64, zOrder: 1, context: "never-registered" } })).toEqual(OK);
+    expect((await v.status()).SUB0).toMatchObject({ connected: true, opacity: 64, zOrder: 1 });
+    expect((await v.status()).SUB0!.context).toBeUndefined();
+    // A sink not connected too, and both at once.
+    expect(await v.call("display/setCompositing", { composeOrder: [{ sink: "MAIN", opacity: 10, zOrder: 1, context: "Z" }, { sink: "SUB0", opacity: 255, zOrder: 0, context: "Z" }] })).toEqual(OK);
+    expect(await v.status()).toMatchObject({ MAIN: { opacity: 10, zOrder: 1 }, SUB0: { opacity: 255, zOrder: 0 } });
+    expect(await v.call("display/setCompositing", { composeOrder: [{ sink: "MAIN", opacity: 255, zOrder: 0, context: "Z" }, { sink: "SUB0", opacity: 255, zOrder: 1, context: "Z" }] })).toEqual(OK);
   });
 });
 

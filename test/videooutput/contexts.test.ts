@@ -66,7 +66,7 @@ describe.skipIf(skip !== null)("contexts belong to the registering uid", () => {
     expect((await callAs(NOBODY, [media], "getStatus", {})).returnValue).toBe(true);
   }, 30000);
 
-  test("root's context: uid 65534 of the media group may not unregister, connect, composite or disconnect it", async () => {
+  test("root's context: uid 65534 of the media group may not unregister, connect, composite (under any context) or disconnect it", async () => {
     expect(await root.call(VO, "register", { context: "R" })).toEqual(OK);
     expect(await root.call(VO, "connect", { source: "VDEC", sink: "MAIN", context: "R" })).toEqual({ returnValue: true, planeID: 31 });
     expect(await callAs(NOBODY, [media], "unregister", { context: "R" })).toEqual(denied("R"));
@@ -75,7 +75,12 @@ describe.skipIf(skip !== null)("contexts belong to the registering uid", () => {
     expect(await callAs(NOBODY, [media], "disconnect", { sink: "MAIN" })).toEqual(denied("R"));
     expect(await callAs(NOBODY, [media], "setVideoData", { sink: "MAIN", width: 16, height: 16, frameRate: 1 })).toEqual(denied("R"));
     expect(await callAs(NOBODY, [media], "display/setDisplayWindow", { sink: "MAIN", fullScreen: false, displayOutput: { x: 0, y: 0, width: 100, height: 100 } })).toEqual(denied("R"));
-    expect((await status()).MAIN).toMatchObject({ connected: true, context: "R", connectedSource: "VDEC", opacity: 255, fullScreen: true, width: 1920 });
+    // Its own context, or one nobody registered, does not let it compose root's sink.
+    expect(await callAs(NOBODY, [media], "register", { context: "N9" })).toEqual(OK);
+    expect(await callAs(NOBODY, [media], "display/setCompositing", { composeOrder: { sink: "MAIN", opacity: 0, zOrder: 0, context: "N9" } })).toEqual(denied("R"));
+    expect(await callAs(NOBODY, [media], "display/setCompositing", { composeOrder: { sink: "MAIN", opacity: 0, zOrder: 0, context: "unregistered" } })).toEqual(denied("R"));
+    expect(await callAs(NOBODY, [media], "unregister", { context: "N9" })).toEqual(OK);
+    expect((await status()).MAIN).toMatchObject({ connected: true, context: "R", connectedSource: "VDEC", opacity: 255, fullScreen: false, width: 0 });
     expect(await root.call(VO, "unregister", { context: "R" })).toEqual(OK);
     expect((await status()).MAIN).toMatchObject({ connected: false });
   }, 30000);

@@ -8,6 +8,10 @@ import { DEFAULT_GROUP, VideoSize } from "./schemas";
 
 /** Default of maxContexts. */
 export const DEFAULT_MAX_CONTEXTS = 32;
+/** Defaults of maxFrameWidth and maxFrameHeight: DCI 8K (8192x4320), which takes DCI 4K and UHD 8K. */
+export const DEFAULT_MAX_FRAME = { width: 8192, height: 4320 } as const;
+/** The most a DRM plane's source rectangle addresses (16.16 fixed point). */
+const FRAME_CEILING = 65535;
 
 export const SinkConfig = z.object({
   /** The sink ID callers use (MAIN, SUB0, ...). */
@@ -28,6 +32,9 @@ export const VideoOutputOptions = z.object({
   accessGroup: z.string().min(1).default(DEFAULT_GROUP),
   /** Registered contexts on the board at once (they outlive their registering connection: docs/services/videooutput.md). */
   maxContexts: z.coerce.number().int().min(1).max(4096).default(DEFAULT_MAX_CONTEXTS),
+  /** The largest frame setVideoData takes: the service gives the sink's plane a framebuffer of the frame's size. */
+  maxFrameWidth: z.coerce.number().int().min(1).max(FRAME_CEILING).default(DEFAULT_MAX_FRAME.width),
+  maxFrameHeight: z.coerce.number().int().min(1).max(FRAME_CEILING).default(DEFAULT_MAX_FRAME.height),
   /** linux: the display card, a /dev/dri path or a DRM driver name (vkms, bochs-drm, vc4). */
   card: z.string().min(1).default("/dev/dri/card0"),
   /** linux: the connector id to show on (default: the first connected one). */
@@ -45,7 +52,7 @@ export const VideoOutputOptions = z.object({
 });
 export type VideoOutputOptionsT = z.output<typeof VideoOutputOptions>;
 
-const FILE_KEYS = ["accessGroup", "maxContexts", "card", "connector", "commit"] as const;
+const FILE_KEYS = ["accessGroup", "maxContexts", "maxFrameWidth", "maxFrameHeight", "card", "connector", "commit"] as const;
 
 export function loadVideoOutputOptions(section: Record<string, unknown>) {
   return loadConfig({

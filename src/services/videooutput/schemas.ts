@@ -1,7 +1,8 @@
 // Video output API (spec part 1, com.vendor.service.videooutput, levels 11, 13, 23;
 // retired since 23). Field names are the spec's; limits (opacity 0..255, zOrder 0..3,
-// VideoSize 0..3840 x 0..2160) are in the schemas and answered with code 4 (invalid
-// parameters) rather than 3 (schema) by the service's badRequest.
+// VideoSize 0..3840 x 0..2160, the declared int8/int32/uint32 ranges) are in the
+// schemas and answered with code 4 (invalid parameters) and a sentence naming the
+// field (limitText) rather than 3 (schema) by the service's badRequest.
 import { z } from "zod";
 import { method, type Api } from "../../core/service";
 import { group } from "../../core/access";
@@ -15,6 +16,7 @@ const ACCESS = group(DEFAULT_GROUP);
 export const LIMITS = { opacity: [0, 255], zOrder: [0, 3], width: [0, 3840], height: [0, 2160] } as const;
 
 const int32 = z.number().int().min(-(2 ** 31)).max(2 ** 31 - 1);
+const uint32 = z.number().int().min(0).max(2 ** 32 - 1);
 const int8 = z.number().int().min(-128).max(127);
 
 export const VideoRect = z.lazy(() => z.object({
@@ -35,7 +37,7 @@ export const ComposeOrder = z.lazy(() => z.looseObject({
   sink: z.string().min(1).describe("sink ID (MAIN, SUB0, ...)"),
   opacity: z.number().int().min(LIMITS.opacity[0]).max(LIMITS.opacity[1]).describe("0 (transparent) to 255 (opaque)"),
   zOrder: z.number().int().min(LIMITS.zOrder[0]).max(LIMITS.zOrder[1]).describe("0 to 3, below the number of sinks; unique per sink"),
-  context: z.string().min(1).describe("a registered context"),
+  context: z.string().min(1).describe("the context composing (registration optional; a registered one must be the caller's)"),
 }));
 
 export const Planes = z.lazy(() => z.object({ sinkId: z.string(), maxDownscaleSize: VideoSize, maxUpscaleSize: VideoSize }));
@@ -66,7 +68,7 @@ const sink = z.string().min(1).describe("sink ID (MAIN, SUB0, ...)");
 
 export const api = {
   connect: method({
-    summary: "Connects source (e.g. VDEC) to sink: the sink's plane shows a framebuffer of the display's size (setVideoData gives it the frame's) over the whole display; answers the plane's id.",
+    summary: "Connects source (e.g. VDEC) to sink: answers the plane's id; the status starts with fullScreen false, zero rectangles and width/height 0 until setVideoData and setDisplayWindow set them (meanwhile the plane shows a framebuffer of the display's size over the whole display).",
     request: () => z.looseObject({
       source: z.string().min(1),
       sourcePort: int8.optional(),
@@ -102,7 +104,7 @@ export const api = {
     level: 13,
   }),
   "display/setCompositing": method({
-    summary: "Sets opacity and zOrder of one or more sinks at once (plane alpha and zpos where the planes have them); zOrder stays unique per sink.",
+    summary: "Sets opacity and zOrder of one or more sinks at once (plane alpha and zpos where the planes have them); zOrder stays unique per sink. A registered context must be the caller's; an unregistered one is accepted (registration is optional).",
     request: () => z.looseObject({ composeOrder: z.union([z.array(ComposeOrder).min(1), ComposeOrder]) }),
     response: () => Response,
     access: ACCESS,
@@ -136,13 +138,13 @@ export const api = {
     level: 11,
   }),
   setVideoData: method({
-    summary: "The connected video's frame size, rate, content and scan type; the sink's framebuffer takes the frame size.",
+    summary: "The connected video's frame size (any uint32 from 1 up to the board's maxFrameWidth x maxFrameHeight), rate, content and scan type; the sink's framebuffer takes the frame size.",
     request: () => z.looseObject({
       contentType: z.string().optional(),
       context: z.string().min(1).optional(),
       frameRate: z.number().min(0),
-      width: z.number().int().min(LIMITS.width[0]).max(LIMITS.width[1]).describe("uint32, at most 3840"),
-      height: z.number().int().min(LIMITS.height[0]).max(LIMITS.height[1]).describe("uint32, at most 2160"),
+      width: uint32.describe("the frame's width in pixels (uint32; 1 up to the board's maxFrameWidth)"),
+      height: uint32.describe("the frame's height in pixels (uint32; 1 up to the board's maxFrameHeight)"),
       scanType: z.string().optional(),
       sink,
     }),
@@ -158,3 +160,29 @@ export const api = {
     level: 11,
   }),
 } satisfies Api;
+
+const RECTS = new Set(["displayOutput", "sourceInput"]);
+const NOT_EMPTY = new Set(["sink", "source", "context", "command"]);
+
+/**
+ * The sentence for a field beyond its declared range (a schema's min or max), from
+ * the path of the first problem: "composeOrder[0].opacity must be 0 to 255".
+ */
+export function limitText(path: readonly (string | number)[]): string {
+  const where = path.map((p, i) => (typeof p === "number" ? `[${p}]` : `${i ? "." : ""}${p}`)).join("") || "the payload";
+  const names = path.filter((p): p is string => typeof p === "string");
+  const name = names.at(-1) ?? "";
+  const inRect = names.some((n) => RECTS.has(n));
+  let rule: string;
+  if (NOT_EMPTY.has(name)) rule = "must not be empty";
+  else if (name === "composeOrder") rule = "must have at least one entry";
+  else if (name === "opacity") rule = `must be ${LIMITS.opacity[0]} (transparent) to ${LIMITS.opacity[1]} (opaque)`;
+  else if (name === "zOrder") rule = `must be ${LIMITS.zOrder[0]} to ${LIMITS.zOrder[1]}`;
+  else if (name === "sourcePort") rule = "must be -128 to 127 (int8)";
+  else if (name === "frameRate") rule = "must not be negative";
+  else if (inRect && (name === "x" || name === "y")) rule = `must be ${-(2 ** 31)} to ${2 ** 31 - 1} (int32)`;
+  else if (inRect && (name === "width" || name === "height")) rule = `must be 0 to ${2 ** 31 - 1} (int32)`;
+  else if (name === "width" || name === "height") rule = `must be 0 to ${2 ** 32 - 1} (uint32)`;
+  else rule = "is out of range";
+  return `${where} ${rule}`;
+}

@@ -1,8 +1,9 @@
 // Video output service (spec part 1, com.vendor.service.videooutput, retired since
 // API level 23): sinks (MAIN, SUB0, ...) mapped to display planes by the board
-// recipe; connect gives a sink's plane a framebuffer, setDisplayWindow sets its
-// source crop and output rectangle, setCompositing its alpha and zpos, and getStatus
-// subscribers get the whole sink list on every change. For the media framework only
+// recipe; connect gives a sink's plane a framebuffer, setVideoData the frame's size,
+// setDisplayWindow its source crop and output rectangle, setCompositing its alpha and
+// zpos, and getStatus subscribers get the whole sink list on every change (each
+// entry says what the client has set: nothing right after connect, as upstream). For the media framework only
 // (root or the access group). The display is DRM/KMS on linux boards and a simulated
 // one with two planes on the virtual board. A registered context belongs to the uid
 // that registered it and lives until unregistered (a lease of uidOwner): only that
@@ -12,7 +13,7 @@ import { group } from "../../core/access";
 import { defineService, type Caller } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
 import { Throttle } from "../../core/log";
-import { api, LIMITS, type Rect, type Size, type VideoT } from "./schemas";
+import { api, LIMITS, limitText, type Rect, type Size, type VideoT } from "./schemas";
 import { E } from "./errors";
 import { loadVideoOutputOptions, type SinkConfigT } from "./config";
 import { HalError, type VideoBackend, type Window } from "./backend/types";
@@ -36,14 +37,18 @@ interface Sink {
   sourcePort: number;
   context?: string;
   planeId?: number;
+  /** The video's frame as setVideoData gave it (the status's width and height); 0x0 until then. */
   frame: Size;
+  /** The plane's framebuffer: the display's size from connect, the frame's from setVideoData. */
+  fb: Size;
   frameRate: number;
   contentType: string;
   scanType: string;
   fullScreen: boolean;
-  /** The source crop; null: the whole frame. */
+  /** The source crop, in framebuffer pixels; null: the whole framebuffer. */
   src: Rect | null;
-  dst: Rect;
+  /** The output rectangle setDisplayWindow gave; null until then (the plane covers the display, the status says zero). */
+  dst: Rect | null;
   opacity: number;
   zOrder: number;
 }
@@ -58,8 +63,9 @@ export default defineService({
       "Video output (retired since API level 23): connects a video source to a sink (a display plane), sets its source crop, output window and compositing, and reports every sink's status. For the media framework only.",
     api,
     badRequest: (_method, p) =>
-      // A value outside the spec's limits is an invalid parameter; anything else the schema refuses is a schema error.
-      p.kind === "schema" && /Too (big|small)/.test(p.message) ? answer(E.invalidParams, `${E.invalidParams.text}: ${p.message}`) : answer(E.schema),
+      // A value outside the spec's limits is an invalid parameter, said in a sentence
+      // naming the field; anything else the schema refuses is a schema error.
+      p.kind === "schema" && /Too (big|small)/.test(p.message) ? answer(E.invalidParams, `${E.invalidParams.text}: ${limitText(p.path ?? [])}`) : answer(E.schema),
     internalError: () => answer(E.unknown),
     denied: (method) => answer(E.unknown, `Permission denied: ${method} is for the media framework (root and the service's access group)`),
   },
@@ -79,8 +85,8 @@ export default defineService({
         continue;
       }
       sinks.set(cfg.sink, {
-        cfg, connected: false, source: null, sourcePort: 0, frame: { width: 0, height: 0 }, frameRate: 0, contentType: "unknown",
-        scanType: "unknown", fullScreen: false, src: null, dst: zero(), opacity: 255, zOrder: i,
+        cfg, connected: false, source: null, sourcePort: 0, frame: { width: 0, height: 0 }, fb: { width: 0, height: 0 }, frameRate: 0,
+        contentType: "unknown", scanType: "unknown", fullScreen: false, src: null, dst: null, opacity: 255, zOrder: i,
       });
     }
     // Registered contexts are the service's leases (contextKey, owned by the registering
@@ -95,7 +101,7 @@ export default defineService({
         connectedSource: s.source,
         connectedSourcePort: s.sourcePort,
         contentType: s.contentType,
-        displayOutput: { ...s.dst },
+        displayOutput: s.dst ? { ...s.dst } : zero(),
         frameRate: s.frameRate,
         fullScreen: s.fullScreen,
         height: s.frame.height,
@@ -104,7 +110,8 @@ export default defineService({
         opacity: s.opacity,
         scanType: s.scanType,
         sink: s.cfg.sink,
-        sourceInput: s.src ? { ...s.src } : { x: 0, y: 0, ...s.frame },
+        // Zero until a window is set (as upstream); then the crop, or the whole framebuffer.
+        sourceInput: s.src ? { ...s.src } : s.dst ? { x: 0, y: 0, ...s.fb } : zero(),
         zOrder: s.zOrder,
       };
       if (s.context !== undefined) v.context = s.context;
@@ -156,7 +163,8 @@ export default defineService({
     };
     const display = () => backend.display();
     const full = (): Rect => ({ x: 0, y: 0, width: display().width, height: display().height });
-    const windowOf = (s: Sink, frame = s.frame, src = s.src, dst = s.dst): Window => ({ src: src ?? { x: 0, y: 0, ...frame }, dst });
+    /** What the plane shows: the crop (whole framebuffer when none) on the output rectangle (the whole display when none set). */
+    const windowOf = (s: Sink, fb = s.fb, src = s.src, dst = s.dst): Window => ({ src: src ?? { x: 0, y: 0, ...fb }, dst: dst ?? full() });
 
     /** The spec's scaling limits of the sink's plane (VideoSize of getOutputCapabilities). */
     const checkScaling = (s: Sink, w: Window) => {
@@ -170,8 +178,11 @@ export default defineService({
         refuse(E.upscaleLimit, `Upscale limit exceeded: ${s.cfg.sink} scales up to at most ${up.width}x${up.height}`);
       }
     };
-    const checkRect = (what: string, r: Rect, bounds: Size) => {
-      if (r.width < 1 || r.height < 1 || r.width > LIMITS.width[1] || r.height > LIMITS.height[1]) {
+    // A crop is bounded by the frame (a DCI 4K frame is cropped up to 4096x2160), an
+    // output rectangle by the spec's 3840x2160.
+    const checkRect = (what: "sourceInput" | "displayOutput", r: Rect, bounds: Size) => {
+      if (r.width < 1 || r.height < 1) refuse(E.invalidParams, `Invalid parameters: ${what} must be at least 1x1`);
+      if (what === "displayOutput" && (r.width > LIMITS.width[1] || r.height > LIMITS.height[1])) {
         refuse(E.invalidParams, `Invalid parameters: ${what} must be 1x1 to ${LIMITS.width[1]}x${LIMITS.height[1]}`);
       }
       if (what === "sourceInput" && (r.x < 0 || r.y < 0 || r.x + r.width > bounds.width || r.y + r.height > bounds.height)) {
@@ -203,8 +214,8 @@ export default defineService({
         if (why === "disconnect") throw e;
       }
       Object.assign(s, {
-        connected: false, source: null, sourcePort: 0, context: undefined, planeId: undefined,
-        frame: { width: 0, height: 0 }, frameRate: 0, contentType: "unknown", scanType: "unknown", fullScreen: false, src: null, dst: zero(),
+        connected: false, source: null, sourcePort: 0, context: undefined, planeId: undefined, frame: { width: 0, height: 0 },
+        fb: { width: 0, height: 0 }, frameRate: 0, contentType: "unknown", scanType: "unknown", fullScreen: false, src: null, dst: null,
       });
       ctx.log.info({ sink: s.cfg.sink, why }, "sink disconnected");
     };
@@ -230,18 +241,20 @@ export default defineService({
               if (other.connected && other.context !== undefined && other.context !== req.context) await release(other, `context ${req.context} connected`);
             }
           }
-          const frame = { width: display().width, height: display().height };
-          const dst = full();
+          // Until the client sets them (setVideoData, setDisplayWindow) the plane shows a
+          // framebuffer of the display's size over the whole display, while the status
+          // says what the client set: nothing yet (fullScreen false, zero rectangles, 0x0).
+          const fb = { width: display().width, height: display().height };
           let planeId: number;
           try {
-            planeId = await backend.attach(s.cfg.plane, frame, windowOf(s, frame, null, dst), { opacity: s.opacity, zOrder: s.zOrder });
+            planeId = await backend.attach(s.cfg.plane, fb, windowOf(s, fb, null, null), { opacity: s.opacity, zOrder: s.zOrder });
           } catch (e) {
             changed();
             return halFailure(`connect ${req.sink}`, e);
           }
           Object.assign(s, {
             connected: true, source: req.source, sourcePort: req.sourcePort ?? 0, context: req.context, planeId,
-            frame, frameRate: 0, contentType: "unknown", scanType: "unknown", fullScreen: true, src: null, dst,
+            frame: { width: 0, height: 0 }, fb, frameRate: 0, contentType: "unknown", scanType: "unknown", fullScreen: false, src: null, dst: null,
           });
           ctx.log.info({ sink: s.cfg.sink, source: req.source, context: req.context, planeId, caller: call.caller.name }, "sink connected");
           changed();
@@ -283,7 +296,11 @@ export default defineService({
             const s = sinkOf(c.sink);
             if (seen.has(c.sink)) refuse(E.invalidParams, `Invalid parameters: sink ${c.sink} given twice`);
             seen.add(c.sink);
-            usable(call.caller, c.context);
+            // Registration is optional: a context nobody registered names the composing
+            // pipeline only; a registered one must be the caller's (or root's), and so
+            // must the context a connected sink is under.
+            if (ctx.leases.holders(contextKey(c.context)).length) usable(call.caller, c.context);
+            if (s.connected && s.context !== undefined) usable(call.caller, s.context);
             if (c.zOrder > sinks.size - 1) refuse(E.invalidParams, `Invalid parameters: zOrder is 0 to ${sinks.size - 1} with ${sinks.size} sinks`);
             next.set(s.cfg.sink, { opacity: c.opacity, zOrder: c.zOrder });
           }
@@ -307,7 +324,7 @@ export default defineService({
         "display/setDisplayWindow": (req, call) => serial(async () => {
           const s = connectedSink(call.caller, req.sink);
           const src = req.sourceInput ?? null;
-          if (src) checkRect("sourceInput", src, s.frame);
+          if (src) checkRect("sourceInput", src, s.fb);
           let dst: Rect;
           if (req.fullScreen) dst = full();
           else {
@@ -315,7 +332,7 @@ export default defineService({
             dst = req.displayOutput!;
             checkRect("displayOutput", dst, display());
           }
-          const w = windowOf(s, s.frame, src, dst);
+          const w = windowOf(s, s.fb, src, dst);
           checkScaling(s, w);
           try {
             await backend.setWindow(s.cfg.plane, w);
@@ -358,13 +375,19 @@ export default defineService({
 
         setVideoData: (req, call) => serial(async () => {
           const s = connectedSink(call.caller, req.sink, req.context);
-          if (req.width < 1 || req.height < 1) refuse(E.invalidParams, "Invalid parameters: width and height must be at least 1");
+          for (const [field, value, most, key] of [
+            ["width", req.width, o.maxFrameWidth, "maxFrameWidth"], ["height", req.height, o.maxFrameHeight, "maxFrameHeight"],
+          ] as const) {
+            if (value < 1) refuse(E.invalidParams, `Invalid parameters: ${field} must be at least 1`);
+            // The sink's plane gets a framebuffer of the frame's size: bounded per board.
+            if (value > most) refuse(E.invalidParams, `Invalid parameters: ${field} ${value} is more than this board's frames take, ${most} (${key})`);
+          }
           const frame = { width: req.width, height: req.height };
           // A crop that no longer fits the frame goes back to the whole frame.
           const src = s.src && s.src.x + s.src.width <= frame.width && s.src.y + s.src.height <= frame.height ? s.src : null;
           const w = windowOf(s, frame, src, s.dst);
           checkScaling(s, w);
-          if (frame.width !== s.frame.width || frame.height !== s.frame.height || src !== s.src) {
+          if (frame.width !== s.fb.width || frame.height !== s.fb.height || src !== s.src) {
             try {
               await backend.resize(s.cfg.plane, frame, w);
             } catch (e) {
@@ -372,7 +395,7 @@ export default defineService({
             }
           }
           Object.assign(s, {
-            frame, src, frameRate: req.frameRate, contentType: req.contentType ?? s.contentType, scanType: req.scanType ?? s.scanType,
+            frame, fb: frame, src, frameRate: req.frameRate, contentType: req.contentType ?? s.contentType, scanType: req.scanType ?? s.scanType,
           });
           changed();
           return { returnValue: true };
