@@ -4,9 +4,15 @@
 import { $ } from "bun";
 import { COMPILE_FLAGS } from "./compile-flags";
 
+//
+// Test builds: DEVSERVICES_STORE_BUMP=1 compiles in a power-on reason file one format
+// newer than the product's, with its migration step (src/core/store.ts, STORE_BUMP), to
+// test upgrades and rollbacks across a change of format (test/store); DEVSERVICES_OUTFILE
+// writes the executable elsewhere, so such a build leaves dist/devservices alone.
 const target = process.env.DEVSERVICES_TARGET; // e.g. bun-linux-arm64 for a cross build
 // A target build goes next to the host's: bun-linux-arm64 -> dist/devservices-arm64.
-const outfile = target ? `dist/devservices-${target.replace(/^bun-linux-/, "")}` : "dist/devservices";
-await $`bun build ${COMPILE_FLAGS} --external x11 ${
+const outfile = process.env.DEVSERVICES_OUTFILE || (target ? `dist/devservices-${target.replace(/^bun-linux-/, "")}` : "dist/devservices");
+const bump = process.env.DEVSERVICES_STORE_BUMP === "1" ? ["--define", 'DEVSERVICES_STORE_BUMP="1"'] : [];
+await $`bun build ${COMPILE_FLAGS} ${bump} --external x11 ${
   target ? ["--target", target] : []
 } src/main.ts src/ffi/poller-worker.ts src/ffi/gst-worker.ts src/ffi/as-caller-worker.ts src/services/mediaindexer/backend/extract-worker.ts src/services/peripheralmanager/backend/transfer-worker.ts --outfile ${outfile}`;

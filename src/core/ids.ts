@@ -9,9 +9,31 @@
 // IDs are never reused. The next block is reserved when half of the current one is
 // used, so a write that fails for a while (a full disk) costs nothing until the
 // current block runs out; then take() throws IdsUnavailable rather than hand out an
-// ID that a restart could hand out again. The file holds one decimal number.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync, constants } from "node:fs";
+// ID that a restart could hand out again.
+//
+// The file's format (docs/updates.md): format 1 is one decimal number and a newline,
+// with no version field, as the product wrote it before stores were versioned, so a
+// binary rolled back to that product still reads it. A later format adds a line
+// `version=N` after the number; a binary that finds a version newer than IDS_FORMAT
+// throws StoreTooNew and writes nothing (its service does not start), so an ID is
+// never handed out from a file it does not understand.
+import { mkdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { StoreTooNew, writeDurably } from "./store";
+
+/** The format of the reservation files this binary reads and writes. */
+export const IDS_FORMAT = 1;
+
+/** The reserved end and the format of a reservation file's text (format 1 when no version line). */
+export function parseIds(text: string): { end: number; version: number } {
+  const [first = "", ...rest] = text.split("\n").map((l) => l.trim());
+  let version = 1;
+  for (const line of rest) {
+    const m = /^version\s*=\s*(\d+)$/.exec(line);
+    if (m) version = Number(m[1]);
+  }
+  return { end: Number(first), version };
+}
 
 export interface IdSourceOptions {
   /** IDs reserved per write of the file (default 1000). */
@@ -39,10 +61,15 @@ export class IdSource {
     this.block = opts.block ?? 1000;
     this.onError = opts.onError;
     let end = (opts.first ?? 1) - 1;
+    let text: string | undefined;
     try {
-      const n = Number(readFileSync(file, "utf8").trim());
-      if (Number.isSafeInteger(n) && n > end) end = n;
+      text = readFileSync(file, "utf8");
     } catch {}
+    if (text !== undefined) {
+      const { end: n, version } = parseIds(text);
+      if (version > IDS_FORMAT) throw new StoreTooNew("the identifier reservations", file, version, IDS_FORMAT);
+      if (Number.isSafeInteger(n) && n > end) end = n;
+    }
     this.next = end + 1;
     this.reservedEnd = end;
   }
@@ -63,22 +90,8 @@ export class IdSource {
   private reserve(end: number): unknown {
     try {
       mkdirSync(dirname(this.file), { recursive: true });
-      const tmp = `${this.file}.tmp`;
-      const fd = openSync(tmp, "w", 0o644);
-      try {
-        writeSync(fd, `${end}\n`);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      renameSync(tmp, this.file);
-      // The rename itself is durable only once the directory is.
-      const dfd = openSync(dirname(this.file), constants.O_RDONLY | constants.O_DIRECTORY);
-      try {
-        fsyncSync(dfd);
-      } finally {
-        closeSync(dfd);
-      }
+      // Format 1: the number alone (temporary file, fsync, rename, fsync of the directory).
+      writeDurably(this.file, `${end}\n`);
       this.reservedEnd = end;
       return undefined;
     } catch (e) {

@@ -89,7 +89,7 @@ test("the power-on reason: default, set, pushed, saved, and kept across a restar
   expect(seen).toEqual([{ reason: "remoteKey" }]);
   const file = join(p.env.stateDir, "power2", "power-on-reason.json");
   expect(existsSync(file)).toBe(true);
-  expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ reason: "remoteKey" });
+  expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ version: 1, reason: "remoteKey" });
 
   await p.restart();
   await sub.ended; // the old service ended it

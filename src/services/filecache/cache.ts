@@ -9,6 +9,7 @@ import { E, type Row } from "./errors";
 import { BLOCK, type FileCacheConfig } from "./config";
 import { IndexedHeap } from "./heap";
 import { MetadataStore, type ObjectRow } from "./backend/store";
+import { StoreTooNew } from "../../core/store";
 import * as files from "./backend/files";
 import type { Identity, CopyAs } from "./backend/files";
 import { PathRefused } from "../../core/service";
@@ -164,6 +165,8 @@ export class FileCache {
     try {
       store = new MetadataStore(cfg.metadataFile, { reserveBytes: cfg.metadataReserve, log });
     } catch (e) {
+      // A database of a newer format is told as such (the file, both formats), untouched.
+      if (e instanceof StoreTooNew) throw e;
       throw new files.StorageUnusable("the metadata file", cfg.metadataFile, e);
     }
     const cache = new FileCache(cfg, store, log, now);

@@ -13,6 +13,7 @@ import { api } from "./schemas";
 import { E, NOT_HANDLED_METHODS } from "./errors";
 import { loadConfig, PLUGIN_NAMES, type MediaIndexerConfig, type PluginName } from "./config";
 import { MediaStore } from "./backend/store";
+import { StoreTooNew } from "../../core/store";
 import { mediaType, extensionOf, KIND_CODE, BAD, type Kind } from "./backend/kinds";
 import { Slicer } from "./backend/scanner";
 import { Indexer, describeScan, isLocal, type Device, type Monitor, type ScanOutcome } from "./indexer";
@@ -627,6 +628,8 @@ function openState(cfg: MediaIndexerConfig, ctx: ServiceContext): { store: Media
     try {
       store?.close();
     } catch {}
+    // A database of a newer format is told as such (the file, both formats), untouched.
+    if (e instanceof StoreTooNew) throw e;
     const errno = e as NodeJS.ErrnoException;
     const path = typeof errno.path === "string" ? errno.path : at;
     const code = typeof errno.code === "string" && /^E[A-Z0-9]+$/.test(errno.code) ? errno.code : sqliteErrno(e) ?? (/NOTADB|CORRUPT/.test(String(errno.code)) ? "EBADMSG" : "EIO");

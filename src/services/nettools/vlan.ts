@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { ErrorRow } from "../../core/errors";
+import { readJsonStore, writeJsonStore, StoreTooNew, type JsonFormat } from "../../core/store";
 import * as nl from "../../ffi/netlink";
 import { E } from "./errors";
 import { sameSubnet } from "./net";
@@ -133,8 +134,35 @@ export function findDhcpClient(choice: "auto" | DhcpClientName | "none", searchP
   return null;
 }
 
+/**
+ * The layout of the DHCP clients' files in the state directory (docs/services/nettools.md,
+ * "State"), recorded in dhcp-state.json. Format 1: `dhcp-<link>.pid` (the pid of the
+ * client started for the link, written by the client) and `dhclient-<link>.leases`
+ * (dhclient's leases); the product before versions had the same files and no record.
+ */
+export const DHCP_FORMAT: JsonFormat = { what: "the DHCP clients' state", version: 1, steps: {} };
+export const DHCP_STATE_FILE = "dhcp-state.json";
+
 export class DhcpClients {
-  constructor(private dir: string, private log: { info: (o: object, m: string) => void; warn: (o: object, m: string) => void }) {}
+  private recorded = false;
+
+  /** Throws StoreTooNew when a newer binary's layout is found (a rollback): its pid files are neither read nor removed. */
+  constructor(private dir: string, private log: { info: (o: object, m: string) => void; warn: (o: object, m: string) => void }) {
+    try {
+      this.recorded = readJsonStore(join(dir, DHCP_STATE_FILE), DHCP_FORMAT).value !== undefined;
+    } catch (e) {
+      if (e instanceof StoreTooNew) throw e;
+      // An unreadable record: the files are format 1's (the only one there has been); it is written again.
+      log.warn({ err: e, file: join(dir, DHCP_STATE_FILE) }, "DHCP clients' state record unreadable; written again");
+    }
+  }
+
+  /** Records the layout's format before the first client's files are made. */
+  private record() {
+    if (this.recorded) return;
+    writeJsonStore(join(this.dir, DHCP_STATE_FILE), DHCP_FORMAT, {});
+    this.recorded = true;
+  }
 
   private pidFile(vlan: string) {
     return join(this.dir, `dhcp-${vlan}.pid`);
@@ -154,6 +182,7 @@ export class DhcpClients {
   /** Starts the client on vlan; resolves once it runs (or rejects when it exits at once). */
   async start(client: { name: DhcpClientName; path: string }, vlan: string, udhcpcScript: string): Promise<number> {
     mkdirSync(this.dir, { recursive: true });
+    this.record();
     const argv = this.argv(client, vlan, udhcpcScript);
     const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
     proc.unref();

@@ -7,9 +7,9 @@
 // for root and the power group (schemas.ts access rules).
 // Choices where the spec is silent: docs/decisions/power.md.
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { raise, ok } from "../../core/errors";
+import { readJsonStore, writeJsonStore, STORE_BUMP, StoreTooNew, type JsonFormat } from "../../core/store";
 import { defineService, type Caller, type Subscription } from "../../core/service";
 import { mayAct, type Lease, type ReleaseReason } from "../../core/leases";
 import { Throttle } from "../../core/log";
@@ -22,6 +22,18 @@ import { wirelessUp } from "./backend/net";
 
 export const DEFAULT_POWER_ON_REASON = "unknown";
 const REASON_FILE = "power-on-reason.json";
+
+/**
+ * The power-on reason file's format (docs/services/power.md, "State"). Format 1:
+ * `{"version":1,"reason":"..."}` (the product before versions wrote it without
+ * `version`: the same format). A test build (STORE_BUMP) knows a format 2 that adds
+ * `setAt` (ms since the epoch; null when the reason came from format 1).
+ */
+export const REASON_FORMAT: JsonFormat = {
+  what: "the power-on reason",
+  version: STORE_BUMP ? 2 : 1,
+  steps: { 2: (v1) => ({ ...v1, setAt: null }) },
+};
 
 /** Topic keys: getState and getPowerOnReason subscribers, and the clients registered for a state. */
 const STATE = "state";
@@ -68,6 +80,22 @@ export default defineService({
     const options = loaded.config;
     for (const p of loaded.problems) ctx.log.error({ file: loaded.file }, `power configuration: ${p}; keeping the default`);
     const config = { transitionTimeoutS: options.TransitionTimeout, garageNetworkName: options.GarageNetworkName };
+
+    // ---- power-on reason, kept in the state directory (read before the
+    // backend opens: a store this binary refuses stops the start with nothing to undo)
+    const reasonPath = join(ctx.stateDir, REASON_FILE);
+    let powerOnReason = DEFAULT_POWER_ON_REASON;
+    try {
+      // An older format is migrated (written beside and renamed) here; a newer one
+      // (a rollback) throws StoreTooNew, untouched, and the service does not start.
+      const saved = readJsonStore(reasonPath, REASON_FORMAT).value;
+      if (typeof saved?.reason === "string") powerOnReason = saved.reason;
+    } catch (e) {
+      if (e instanceof StoreTooNew) throw e;
+      ctx.log.error({ err: e, file: reasonPath }, "power-on reason file unreadable; starting from the default");
+    }
+    const saveReason = (reason: string) => writeJsonStore(reasonPath, REASON_FORMAT, STORE_BUMP ? { reason, setAt: Date.now() } : { reason });
+
     const backend: PowerBackend = await openBackend({
       choice: options.backend,
       boardBackend: ctx.board.backend,
@@ -89,23 +117,6 @@ export default defineService({
     let vote: Vote | undefined;
     let releaseInhibitor: (() => void) | undefined;
     let inhibitorChain: Promise<void> = Promise.resolve();
-
-    // ---- power-on reason, kept in the state directory -----------------------
-    const reasonPath = join(ctx.stateDir, REASON_FILE);
-    let powerOnReason = DEFAULT_POWER_ON_REASON;
-    if (existsSync(reasonPath)) {
-      try {
-        const saved = JSON.parse(readFileSync(reasonPath, "utf8"));
-        if (typeof saved?.reason === "string") powerOnReason = saved.reason;
-      } catch (e) {
-        ctx.log.error({ err: e, file: reasonPath }, "power-on reason file unreadable; starting from the default");
-      }
-    }
-    const saveReason = (reason: string) => {
-      const tmp = `${reasonPath}.tmp`;
-      writeFileSync(tmp, JSON.stringify({ reason }) + "\n");
-      renameSync(tmp, reasonPath);
-    };
 
     // ---- registrations ----------------------------------------------------------
     /** The clients (unique bus names) registered for a state, with their subscriptions. */

@@ -10,6 +10,7 @@ import { closeSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { randomFillSync } from "node:crypto";
 import { dirname } from "node:path";
 import type { Logger } from "../../../core/log";
+import { checkSqlite, migrateSqlite, type SqliteFormat } from "../../../core/store";
 import { freeBytes, storageCode } from "./files";
 
 export interface TypeRow {
@@ -55,6 +56,25 @@ CREATE INDEX IF NOT EXISTS objects_by_type ON objects(type);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
+/**
+ * The database's format (its user_version; docs/services/filecache.md, "State"). Step 1
+ * makes format 1 of a new database or one written before versions (user_version 0):
+ * the tables, and the owner columns in databases made before owners were recorded.
+ */
+export const METADATA_FORMAT: SqliteFormat = {
+  what: "the file cache metadata",
+  version: 1,
+  steps: {
+    1: (db) => {
+      db.exec(SCHEMA);
+      for (const table of ["types", "objects"]) {
+        const cols = db.query(`PRAGMA table_info(${table})`).all() as { name: string }[];
+        if (!cols.some((c) => c.name === "owner")) db.exec(`ALTER TABLE ${table} ADD COLUMN owner INTEGER`);
+      }
+    },
+  },
+};
+
 export interface StoreOptions {
   /** Bytes kept in a file beside the database (<file>-reserve), given up when a commit finds its file system full (0, the default: none). */
   reserveBytes?: number;
@@ -97,6 +117,9 @@ export class MetadataStore {
 
   constructor(readonly file: string, opts: StoreOptions = {}) {
     this.log = opts.log;
+    // A database newer than this binary knows (a rollback) is refused before anything
+    // beside it or in it is written: StoreTooNew, and the service does not start.
+    checkSqlite(file, METADATA_FORMAT);
     this.reserve = new Reserve(file + "-reserve", opts.reserveBytes ?? 0, opts.log);
     this.db = new Database(file, { create: true, strict: true });
     try {
@@ -119,12 +142,9 @@ export class MetadataStore {
     // consistency; start-up reconciliation covers both.
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");
-    this.db.exec(SCHEMA);
-    // Databases made before owners were recorded: the column is added, empty (NULL: root's).
-    for (const table of ["types", "objects"]) {
-      const cols = this.db.query(`PRAGMA table_info(${table})`).all() as { name: string }[];
-      if (!cols.some((c) => c.name === "owner")) this.db.exec(`ALTER TABLE ${table} ADD COLUMN owner INTEGER`);
-    }
+    // Older formats are migrated in one transaction (databases made before owners were
+    // recorded get the column, empty: NULL is root's).
+    migrateSqlite(this.db, this.file, METADATA_FORMAT);
     const q = (sql: string) => this.db.prepare(sql);
     return {
       putType: q(

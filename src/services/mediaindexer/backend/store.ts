@@ -8,6 +8,7 @@ import { Database, type Statement } from "bun:sqlite";
 import { mkdirSync, chmodSync } from "node:fs";
 import { dirname } from "node:path";
 import { BAD } from "./kinds";
+import { checkSqlite, migrateSqlite, type SqliteFormat } from "../../../core/store";
 
 export interface DeviceRow {
   uri: string;
@@ -70,6 +71,28 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS scans (id INTEGER PRIMARY KEY AUTOINCREMENT, device TEXT NOT NULL, key TEXT NOT NULL, UNIQUE(device, key));
 `;
 
+/**
+ * The database's format (its user_version; docs/services/mediaindexer.md, "State").
+ * Step 1 makes format 1 of a new database or one written before versions
+ * (user_version 0): the tables, and devices' owner column in databases made before
+ * scans had an owner (their scans keep the service's rights).
+ */
+export const MEDIA_FORMAT: SqliteFormat = {
+  what: "the media database",
+  version: 1,
+  steps: {
+    1: (db) => {
+      db.exec(SCHEMA);
+      const columns = db.prepare("PRAGMA table_info(devices)");
+      try {
+        if (!(columns.all() as { name: string }[]).some((c) => c.name === "owner")) db.exec("ALTER TABLE devices ADD COLUMN owner TEXT");
+      } finally {
+        columns.finalize();
+      }
+    },
+  },
+};
+
 export class MediaStore {
   readonly db: Database;
   private seq: number;
@@ -81,6 +104,9 @@ export class MediaStore {
     try {
       chmodSync(dirname(file), 0o700);
     } catch {}
+    // A database newer than this binary knows (a rollback) is refused before it is
+    // opened for writing: StoreTooNew, and the service does not start.
+    checkSqlite(file, MEDIA_FORMAT);
     this.db = new Database(file, { create: true, strict: true });
     this.db.exec("PRAGMA busy_timeout = 5000");
     // WAL: a commit is one append, readers (the list methods, a granted reader
@@ -89,13 +115,12 @@ export class MediaStore {
     this.db.exec("PRAGMA synchronous = NORMAL");
     // Checkpoints (and their fsyncs) run on the metadata thread, never in a write of the main thread.
     this.db.exec("PRAGMA wal_autocheckpoint = 0");
-    this.db.exec(SCHEMA);
-    // Databases of earlier versions: devices had no owner (their scans keep the service's rights).
-    const columns = this.db.prepare("PRAGMA table_info(devices)");
+    // Older formats are migrated in one transaction.
     try {
-      if (!(columns.all() as { name: string }[]).some((c) => c.name === "owner")) this.db.exec("ALTER TABLE devices ADD COLUMN owner TEXT");
-    } finally {
-      columns.finalize();
+      migrateSqlite(this.db, file, MEDIA_FORMAT);
+    } catch (e) {
+      this.db.close();
+      throw e;
     }
     try {
       chmodSync(file, 0o640);
