@@ -20,7 +20,7 @@ export function listAdapters(o: ProbeOptions): { path: string; node: string; nam
   }));
 }
 
-const ENXIO = 6, EREMOTEIO = 121, EBUSY = 16, ETIMEDOUT = 110, EIO = 5;
+const ENXIO = 6, ENODEV = 19, EREMOTEIO = 121, EBUSY = 16, ETIMEDOUT = 110, EIO = 5;
 
 /**
  * One part per bus, and one per address it names: the adapter node opens, and each
@@ -77,7 +77,7 @@ export async function checkI2c(buses: PeripheralSectionT["i2c"], o: ProbeOptions
               // The transfer thread is still in that ioctl: no later probe could run.
               break;
             }
-            parts.push(n === ENXIO || n === EREMOTEIO || n === EIO
+            parts.push(n === ENXIO || n === ENODEV || n === EREMOTEIO || n === EIO
               ? missing("i2c-address", id, `no device answers at ${hex(addr)} on ${dev} (${why(e)})`, "the recipe's slaveAddresses, or the device's power, wiring and address pins")
               : mismatch("i2c-address", id, `a read at ${hex(addr)} on ${dev} failed: ${why(e)}`, "the device or the adapter's driver"));
           }
