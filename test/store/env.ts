@@ -69,7 +69,7 @@ export async function serve(binary: string, stateDir: string, board: string, ser
     stderr: "inherit",
   });
   const lines: Record<string, any>[] = [];
-  let readyLine: (l: Record<string, any>) => void;
+  let readyLine!: (l: Record<string, any>) => void;
   const ready = new Promise<Record<string, any>>((r) => (readyLine = r));
   (async () => {
     let rest = "";
