@@ -346,7 +346,7 @@ export class BusServer {
     if (iface === SUBSCRIPTION_INTERFACE && msg.member === "Cancel" && msg.signature === "u") {
       const s = this.clients.get(msg.sender!)?.subscriptions.get(msg.body[0]);
       if (s && s.path === path) s.finish();
-      return this.reply(msg, "b", [!!s]);
+      return this.reply(msg, "b", [!!s && s.path === path]);
     }
     if (iface && iface !== h.spec.busName) return this.unknown(msg);
     const method = h.members.get(msg.member!);

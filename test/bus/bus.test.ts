@@ -79,6 +79,18 @@ test("Cancel on the wire answers whether a subscription was cancelled", async ()
   expect(await cancel(sub.serial)).toBe(false);
 });
 
+test("Cancel sent to another service's object cancels nothing and answers false", async () => {
+  const a = await env.client();
+  const got: unknown[] = [];
+  const sub = await a.subscribe("fdtest", "tick", {}, (m) => got.push(m));
+  const wrong = objectPath("com.vendor.service.testautomation");
+  const answer = await a.callRaw({ destination: "com.vendor.service.fdtest", path: wrong, interface: "com.vendor.devservices.Subscription", member: "Cancel", signature: "u", body: [sub.serial] });
+  expect(answer.body[0]).toBe(false);
+  const n = got.length;
+  await eventually(() => got.length > n + 1);
+  await sub.cancel();
+});
+
 test("a subscriber killed with SIGKILL is cleaned up within a second", async () => {
   const base = env.rt!.server.stats();
   const p = spawnScript("test/fixtures/subscriber.ts", ["fdtest", "tick"], { DEVSERVICES_BUS: env.bus.address });
