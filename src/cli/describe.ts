@@ -1,8 +1,8 @@
 // devservices describe: the services, and each method's request and response schemas.
-import { z } from "zod";
 import { memberName } from "../bus/wire";
 import { SERVICES } from "../services";
-import { schemaOf, type MethodSpec } from "../core/service";
+import type { MethodSpec } from "../core/service";
+import { methodJsonSchema } from "../core/jsonschema";
 import { cli, usage, serviceOrUsage } from "./args";
 
 export const USAGE = `devservices describe [SERVICE] [--json]
@@ -26,8 +26,8 @@ export function describe(argv: string[]) {
     summary: spec.summary,
     subscribable: !!spec.subscribable,
     passesFd: !!spec.passesFd,
-    request: z.toJSONSchema(schemaOf(spec, "request"), { io: "input", unrepresentable: "any" }),
-    response: z.toJSONSchema(schemaOf(spec, "response"), { unrepresentable: "any" }),
+    request: methodJsonSchema(spec, "request"),
+    response: methodJsonSchema(spec, "response"),
   }));
   if (flags.json) return console.log(JSON.stringify({ busName: m.spec.busName, description: m.spec.description, methods }, null, 2));
   console.log(`${m.spec.busName}\n  ${m.spec.description}\n`);
