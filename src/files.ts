@@ -6,19 +6,20 @@ import { identityOf } from "./core/access";
 import { CONFIG_DIR } from "./core/config";
 import { SysError } from "./ffi/libc";
 import * as fsx from "./ffi/as-caller";
+import * as E from "./ffi/errno";
 
 const REASONS: Record<number, PathRefused["reason"]> = {
-  1: "denied", // EPERM
-  2: "missing", // ENOENT
-  6: "special", // ENXIO: a FIFO, socket or device where a file was expected
-  13: "denied", // EACCES
-  17: "exists", // EEXIST
-  20: "notdir", // ENOTDIR
-  21: "isdir", // EISDIR
-  28: "nospace", // ENOSPC
-  30: "denied", // EROFS
-  40: "symlink", // ELOOP (RESOLVE_NO_SYMLINKS)
-  122: "nospace", // EDQUOT
+  [E.EPERM]: "denied",
+  [E.ENOENT]: "missing",
+  [E.ENXIO]: "special", // a FIFO, socket or device where a file was expected
+  [E.EACCES]: "denied",
+  [E.EEXIST]: "exists",
+  [E.ENOTDIR]: "notdir",
+  [E.EISDIR]: "isdir",
+  [E.ENOSPC]: "nospace",
+  [E.EROFS]: "denied",
+  [E.ELOOP]: "symlink", // RESOLVE_NO_SYMLINKS
+  [E.EDQUOT]: "nospace",
 };
 
 /** `own`: directories no client may name (the state directory, the configuration), and the executable. */

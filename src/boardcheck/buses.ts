@@ -20,7 +20,7 @@ export function listAdapters(o: ProbeOptions): { path: string; node: string; nam
   }));
 }
 
-const ENXIO = 6, ENODEV = 19, EREMOTEIO = 121, EBUSY = 16, ETIMEDOUT = 110, EIO = 5;
+import { EBUSY, EIO, ENODEV, ENXIO, EREMOTEIO, ETIMEDOUT } from "../ffi/errno";
 
 /**
  * One part per bus, and one per address it names: the adapter node opens, and each
@@ -205,7 +205,7 @@ export function checkUart(uarts: PeripheralSectionT["uart"], o: ProbeOptions): P
     try {
       fd = termios.openTty(dev);
     } catch (e) {
-      return mismatch("uart", id, `${dev}${target} does not open: ${why(e)}`, errnoOf(e) === 5 || errnoOf(e) === 19
+      return mismatch("uart", id, `${dev}${target} does not open: ${why(e)}`, errnoOf(e) === EIO || errnoOf(e) === ENODEV
         ? "the port has no hardware behind it (8250 port type unknown): the device tree or the kernel's serial driver"
         : "the node's group and mode (udev rule), or run the check as the service's user or root");
     }

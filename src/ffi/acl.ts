@@ -21,7 +21,7 @@ export const structs = {
 export const SIZEOF_HEADER = structs.header.size, SIZEOF_ENTRY = structs.entry.size;
 export const ACL_USER_OBJ = 0x01, ACL_USER = 0x02, ACL_GROUP_OBJ = 0x04, ACL_GROUP = 0x08, ACL_MASK = 0x10, ACL_OTHER = 0x20;
 export const ACL_UNDEFINED_ID = 0xffffffff;
-const ENODATA = 61;
+import { ENODATA } from "./errno";
 
 export interface AclEntry {
   tag: number;

@@ -25,7 +25,7 @@ const NR =
 const ST_MODE = process.arch === "arm64" ? 16 : 24;
 const S_IFMT = 0o170000, S_IFREG = 0o100000, S_IFDIR = 0o040000;
 const O_NONBLOCK = 0o4000;
-const ENXIO = 6;
+import { ENXIO, EPERM } from "./errno";
 const AT_FDCWD = -100;
 const AT_EACCESS = 0x200;
 const AT_REMOVEDIR = 0x200;
@@ -62,7 +62,7 @@ function become(uid: number, gid: number, groups: number[]): number {
   // setfsuid/setfsgid cannot fail loudly: read them back (-1 changes nothing and returns the current one).
   const [fsuid] = sys(NR.setfsuid, -1);
   const [fsgid] = sys(NR.setfsgid, -1);
-  return fsuid === uid && fsgid === gid ? 0 : 1 /* EPERM */;
+  return fsuid === uid && fsgid === gid ? 0 : EPERM;
 }
 
 function restore(): void {

@@ -30,7 +30,7 @@ export const ICMP_ECHOREPLY = 0, ICMP_DEST_UNREACH = 3, ICMP_ECHO = 8, ICMP_TIME
 export const ICMPV6_DEST_UNREACH = 1, ICMPV6_TIME_EXCEED = 3, ICMPV6_ECHO_REQUEST = 128, ICMPV6_ECHO_REPLY = 129;
 export const SO_EE_ORIGIN_LOCAL = 1, SO_EE_ORIGIN_ICMP = 2, SO_EE_ORIGIN_ICMP6 = 3;
 
-const EPERM = 1, EACCES = 13;
+import { EACCES, ECONNREFUSED, EHOSTDOWN, EHOSTUNREACH, EINVAL, ENETDOWN, ENETUNREACH, EPERM, EPROTO } from "./errno.ts";
 
 export const structs = {
   sockaddr_in: { c: "struct sockaddr_in", size: 16, fields: { sin_family: 0, sin_port: 2, sin_addr: 4 }, lengths: { sin_addr: 4 } },
@@ -282,7 +282,7 @@ export async function echo(opts: EchoOptions): Promise<EchoResult> {
       return undefined;
     };
 
-    const UNREACHABLE = new Set([101 /* ENETUNREACH */, 113 /* EHOSTUNREACH */, 111 /* ECONNREFUSED */, 71 /* EPROTO */, 100 /* ENETDOWN */, 112 /* EHOSTDOWN */]);
+    const UNREACHABLE = new Set([ENETUNREACH, EHOSTUNREACH, ECONNREFUSED, EPROTO, ENETDOWN, EHOSTDOWN]);
 
     const drain = () => {
       const now = performance.now();
@@ -320,7 +320,7 @@ export async function echo(opts: EchoOptions): Promise<EchoResult> {
       const sent = libc.sendmsg(fd, out.ptr, MSG_DONTWAIT);
       if (Number(sent) < 0) {
         const e = errno();
-        if (UNREACHABLE.has(e) || e === 22 /* EINVAL: e.g. no IPv6 on the bound link */) return finish({ ok: false, reason: "unreachable", errno: e, kind });
+        if (UNREACHABLE.has(e) || e === EINVAL /* e.g. no IPv6 on the bound link */) return finish({ ok: false, reason: "unreachable", errno: e, kind });
         return finish(new SysError("sendmsg(icmp)", e));
       }
     } catch (e) {

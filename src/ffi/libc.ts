@@ -59,7 +59,8 @@ export class SysError extends Error {
   }
 }
 
-export const EINTR = 4, EAGAIN = 11, EINVAL = 22;
+import { EAGAIN, EINTR, EINVAL } from "./errno.ts";
+export { EAGAIN, EINTR, EINVAL };
 
 /** Throws SysError for a -1 return; retries EINTR. */
 export function check<T extends number | bigint>(call: string, fn: () => T): T {

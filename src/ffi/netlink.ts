@@ -47,7 +47,7 @@ export const RTNLGRP_LINK = 1, RTNLGRP_NEIGH = 3, RTNLGRP_IPV4_IFADDR = 5, RTNLG
 export const RTMGRP_LINK = 0x1, RTMGRP_NEIGH = 0x4, RTMGRP_IPV4_IFADDR = 0x10, RTMGRP_IPV4_ROUTE = 0x40,
   RTMGRP_IPV6_IFADDR = 0x100, RTMGRP_IPV6_ROUTE = 0x400;
 
-const ENODEV = 19, ENOBUFS = 105, ETIMEDOUT = 110, EMSGSIZE = 90;
+import { EBADF, ENOBUFS, ENODEV, EMSGSIZE, ETIMEDOUT } from "./errno.ts";
 
 export const structs = {
   sockaddr_nl: { c: "struct sockaddr_nl", size: 12, fields: { nl_family: 0, nl_pad: 2, nl_pid: 4, nl_groups: 8 } },
@@ -239,7 +239,7 @@ export class RtNetlink {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.failAll(new SysError("netlink socket closed", 9 /* EBADF */));
+    this.failAll(new SysError("netlink socket closed", EBADF));
     this.listeners.clear();
     this.w?.close();
     this.w = null;
@@ -252,7 +252,7 @@ export class RtNetlink {
    * with a non-zero error, or ETIMEDOUT when no answer came in time.
    */
   request(call: string, type: number, flags: number, body: Uint8Array, opts: RequestOptions = {}): Promise<NlMessage[]> {
-    if (this.closed) return Promise.reject(new SysError(call, 9 /* EBADF */));
+    if (this.closed) return Promise.reject(new SysError(call, EBADF));
     const seq = (this.seq = (this.seq + 1) >>> 0 || 1);
     const msg = encodeMessage(type, flags, seq, body);
     return new Promise<NlMessage[]>((resolve, reject) => {
@@ -278,7 +278,7 @@ export class RtNetlink {
    * overran and notifications were lost; re-read the state).
    */
   subscribe(groups: number[], onMessage: (m: NlMessage, group: number) => void, onError?: (e: Error) => void): Subscription {
-    if (this.closed) throw new SysError("subscribe", 9 /* EBADF */);
+    if (this.closed) throw new SysError("subscribe", EBADF);
     const l: Listener = { groups: new Set(groups), onMessage, onError };
     for (const g of l.groups) {
       const n = this.members.get(g) ?? 0;

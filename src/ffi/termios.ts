@@ -13,7 +13,7 @@ import {
   libc, openFile, ptr, readAvailable,
 } from "./libc.ts";
 
-const EIO = 5;
+import { EIO } from "./errno.ts";
 import type { Watch, WatchOptions } from "./loop.ts";
 import { watchItems } from "./readers.ts";
 import { scalar, struct, type Struct } from "./struct.ts";

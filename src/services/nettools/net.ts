@@ -5,6 +5,7 @@ import net from "node:net";
 import { echo, type EchoResult, type SocketKind } from "../../ffi/icmp";
 import { arpRequest, type ArpResult } from "../../ffi/packet";
 import * as nl from "../../ffi/netlink";
+import { ENETDOWN, ENODEV, ENXIO } from "../../ffi/errno";
 
 /** The host-name rule of checkhttp and resolvehostname (spec): `www.` first, one of these suffixes last. */
 export const HOST_SUFFIXES = [".org", ".com", ".net", ".gov", ".edu", ".jp", ".int", ".mil"] as const;
@@ -53,7 +54,7 @@ export async function pingHost(
     r = await echo({ address, ifName, timeoutMs: opts.timeoutMs, kind: opts.kind });
   } catch (e) {
     // SO_BINDTODEVICE to an interface that is not there: nothing can be reached through it.
-    if ((e as { errno?: number }).errno === 19 /* ENODEV */) return { ok: false, why: "unreachable" };
+    if ((e as { errno?: number }).errno === ENODEV) return { ok: false, why: "unreachable" };
     throw e;
   }
   if (r.ok) {
@@ -84,7 +85,7 @@ export async function arping(ifName: string, ipAddress: string, timeoutMs: numbe
   } catch (e) {
     const errno = (e as { errno?: number }).errno;
     // ENETDOWN, ENXIO, ENODEV: the link went down or away.
-    if (errno === 100 || errno === 6 || errno === 19) return { ok: false, why: "unreachable" };
+    if (errno === ENETDOWN || errno === ENXIO || errno === ENODEV) return { ok: false, why: "unreachable" };
     throw e;
   }
   return r.ok ? { ok: true, mac: r.mac } : { ok: false, why: "not-found" };

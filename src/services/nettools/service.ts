@@ -9,6 +9,7 @@ import { ok, raise, ServiceError, type ErrorRow, type Json } from "../../core/er
 import { group } from "../../core/access";
 import { defineService, type ResponseOf } from "../../core/service";
 import * as nl from "../../ffi/netlink";
+import { EEXIST, ENODEV } from "../../ffi/errno";
 import { api, INDEX_MISSING } from "./schemas";
 import { E } from "./errors";
 import { loadNettoolsOptions } from "./config";
@@ -143,7 +144,7 @@ export default defineService({
             try {
               await nl.createVlan(parent.index, name, v.index, {}, sock);
             } catch (e) {
-              if ((e as { errno?: number }).errno === 17 /* EEXIST */) raise(E.vlanExists);
+              if ((e as { errno?: number }).errno === EEXIST) raise(E.vlanExists);
               throw e;
             }
             created = true;
@@ -180,7 +181,7 @@ export default defineService({
             try {
               await nl.deleteLink(vlan.index, sock);
             } catch (e) {
-              if ((e as { errno?: number }).errno === 19 /* ENODEV: gone meanwhile */) raise(E.vlanMissing);
+              if ((e as { errno?: number }).errno === ENODEV /* gone meanwhile */) raise(E.vlanMissing);
               ctx.log.error({ err: e, vlan: vlan.name }, "deleteVlan failed");
               raise(E.general);
             }

@@ -57,7 +57,7 @@ const WHY: Record<ReleaseReason, string> = {
   "service-stopped": "service stopping",
 };
 
-const ERRNO = { ENOENT: 2, EIO: 5, ENXIO: 6, EACCES: 13, EBUSY: 16, ENODEV: 19, EINVAL: 22, ENOTTY: 25, EPERM: 1, EOPNOTSUPP: 95, EREMOTEIO: 121 };
+import * as ERRNO from "../../ffi/errno";
 
 /** The row for a kernel error while opening a device. */
 export function openRow(e: unknown): ErrorRow {

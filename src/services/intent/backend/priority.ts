@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { niceProcess } from "../../../ffi/sched";
 import { SysError } from "../../../ffi/libc";
 
-const ESRCH = 3;
+import { ESRCH } from "../../../ffi/errno";
 
 /**
  * Sets nice on every thread of process pid and of the processes it started, theirs,

@@ -13,7 +13,7 @@ import type { PeripheralSectionT } from "../recipe";
 import { Offload } from "./offload";
 import type { Backend, Direction, GpioBackend, GpioLine, I2cBackend, I2cDevice, Level, SpiBackend, SpiDevice, UartBackend } from "./types";
 
-const EOPNOTSUPP = 95, ENOENT = 2;
+import { EOPNOTSUPP, ENOENT } from "../../../ffi/errno";
 const EDGES = gpio.LineFlag.INPUT | gpio.LineFlag.EDGE_RISING | gpio.LineFlag.EDGE_FALLING;
 
 /** The chips of the recipe's pins, opened when first needed and kept (line info and requests). */

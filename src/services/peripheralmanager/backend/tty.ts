@@ -5,7 +5,7 @@ import * as termios from "../../../ffi/termios";
 import { readAvailable, SysError, writeAvailable } from "../../../ffi/libc";
 import { watch, type Watch } from "../../../ffi/loop";
 
-const EIO = 5, ETIMEDOUT = 110;
+import { EIO, ETIMEDOUT } from "../../../ffi/errno";
 
 export class TtyPort {
   readonly fd: number;

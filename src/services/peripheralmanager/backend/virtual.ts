@@ -10,7 +10,7 @@ import type { Logger } from "../../../core/log";
 import type { PeripheralSectionT } from "../recipe";
 import type { Backend, Direction, GpioBackend, GpioLine, I2cBackend, I2cDevice, Level, SpiBackend, SpiDevice, UartBackend } from "./types";
 
-const ENXIO = 6;
+import { ENXIO } from "../../../ffi/errno";
 
 interface VirtualPin {
   direction: Direction;
