@@ -78,8 +78,8 @@ test("registerStateTransition with the spec's whole request ({state}) registers 
   expect(await p.call("setState", { state: "ActiveState", reason: 1 })).toEqual({ returnValue: true });
   await eventually(() => pushes.length === 2);
   expect(pushes).toEqual([
-    { state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) },
-    { state: "GarageModeState", nextState: "ActiveState", token: expect.any(String) },
+    { returnValue: true, state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) },
+    { returnValue: true, state: "GarageModeState", nextState: "ActiveState", token: expect.any(String) },
   ]);
   expect(await p.call("acquireWakeLock", { clientId: raw.uniqueName, timeout: 5 })).toEqual({ returnValue: true });
   expect(await p.call("releaseWakeLock", { clientId: raw.uniqueName })).toEqual({ returnValue: true });

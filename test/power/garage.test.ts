@@ -39,7 +39,7 @@ test("wireless up and a network name configured: shutdown enters GarageModeState
   expect(performance.now() - t0).toBeLessThan(500); // no vote, no timeout
   expect(await p.call("getState")).toMatchObject({ state: "GarageModeState" });
   expect(powerOffs()).toBe(0);
-  expect(notes).toEqual([{ state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) }]);
+  expect(notes).toEqual([{ returnValue: true, state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) }]);
   // Nobody was asked: an answer is too late.
   expect(await p.call("respondStateTransitionAck", { state: "ActiveState", ack: false, token: notes[0]!.token as string })).toEqual({
     returnValue: false,

@@ -21,7 +21,7 @@ test("getState: the initial state, and every change pushed to subscribers", asyn
   expect(await p.call("reboot", { reason: "ota" })).toEqual({ returnValue: true });
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
   await eventually(() => seen.length === 3);
-  expect(seen).toEqual([{ state: "RebootTransitionState" }, { state: "RebootState" }, { state: "ActiveState" }]);
+  expect(seen).toEqual([{ returnValue: true, state: "RebootTransitionState" }, { returnValue: true, state: "RebootState" }, { returnValue: true, state: "ActiveState" }]);
   // Forcing the current state changes nothing and pushes nothing.
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
   await sub.cancel();
@@ -38,8 +38,8 @@ test("setState forces a state: the clients registered for the state left are tol
   expect(performance.now() - t0).toBeLessThan(500);
   expect(await p.call("getState")).toMatchObject({ state: "GarageModeState" });
   await eventually(() => notes.length === 1);
-  expect(notes).toEqual([{ state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) }]);
-  await silent.proc.waitFor('NOTIFIED {"state":"ActiveState","nextState":"GarageModeState"');
+  expect(notes).toEqual([{ returnValue: true, state: "ActiveState", nextState: "GarageModeState", token: expect.any(String) }]);
+  await silent.proc.waitFor('NOTIFIED {"returnValue":true,"state":"ActiveState","nextState":"GarageModeState"');
   // Told, not asked: an answer is too late.
   expect(await p.call("respondStateTransitionAck", { state: "ActiveState", ack: false, token: notes[0]!.token as string })).toEqual({
     returnValue: false,
@@ -62,7 +62,7 @@ test("shutdown goes through ShutdownTransitionState; its registered clients are 
   });
   expect(await p.call("shutdown", { reason: "remoteKey" })).toEqual({ returnValue: true });
   await p.logind.waitFor("PowerOff false");
-  expect(notes).toEqual([{ state: "ShutdownTransitionState", nextState: "PowerOffState", token: expect.any(String) }]);
+  expect(notes).toEqual([{ returnValue: true, state: "ShutdownTransitionState", nextState: "PowerOffState", token: expect.any(String) }]);
   expect(await p.call("getState")).toMatchObject({ state: "PowerOffState" });
   expect(await p.call("setState", { state: "ActiveState", reason: 2 })).toEqual({ returnValue: true });
   await reg.cancel();
@@ -86,7 +86,7 @@ test("the power-on reason: default, set, pushed, saved, and kept across a restar
   expect(sub.first).toEqual({ returnValue: true, subscribed: true, reason: "unknown" });
   expect(await p.call("setPowerOnReason", { reason: "remoteKey" })).toEqual({ returnValue: true });
   await eventually(() => seen.length === 1);
-  expect(seen).toEqual([{ reason: "remoteKey" }]);
+  expect(seen).toEqual([{ returnValue: true, reason: "remoteKey" }]);
   const file = join(p.env.stateDir, "power2", "power-on-reason.json");
   expect(existsSync(file)).toBe(true);
   expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ version: 1, reason: "remoteKey" });

@@ -36,7 +36,7 @@ test("all clients ack: the fake logind receives Reboot", async () => {
   for (const c of [a, b]) {
     await eventually(() => linesOf(c.proc, "ANSWERED").length === 1);
     const [n] = linesOf(c.proc, "NOTIFIED");
-    expect(n).toEqual({ state: "ActiveState", nextState: "RebootTransitionState", token: expect.any(String) });
+    expect(n).toEqual({ returnValue: true, state: "ActiveState", nextState: "RebootTransitionState", token: expect.any(String) });
     expect(linesOf(c.proc, "ANSWERED")[0]).toEqual({ returnValue: true });
   }
   expect(linesOf(a.proc, "NOTIFIED")[0].token).toBe(linesOf(b.proc, "NOTIFIED")[0].token);

@@ -41,14 +41,14 @@ export const api = {
     level: 12,
   },
   getPowerOnReason: {
-    summary: "The last power-on reason set with setPowerOnReason (kept across restarts); subscribers get {reason} on every change.",
+    summary: "The last power-on reason set with setPowerOnReason (kept across restarts); subscribers get {returnValue: true, reason} on every change.",
     request: () => z.looseObject({ subscribe: z.boolean() }),
     response: () => answer({ subscribed: z.boolean(), reason: z.string() }),
     subscribable: true,
     level: 12,
   },
   getState: {
-    summary: "The device's power state; subscribers get {state} on every change.",
+    summary: "The device's power state; subscribers get {returnValue: true, state} on every change.",
     request: () => z.looseObject({ subscribe: z.boolean().optional() }),
     response: () => answer({ state: z.string(), subscribed: z.boolean() }),
     subscribable: true,
@@ -70,7 +70,7 @@ export const api = {
   },
   registerStateTransition: {
     summary:
-      "Registers the caller (clientId: its unique bus name) for state; always a subscription: it is told {state, nextState, token} whenever the device leaves state, and votes with respondStateTransitionAck.",
+      "Registers the caller (clientId: its unique bus name) for state; always a subscription: it is told {returnValue: true, state, nextState, token} whenever the device leaves state, and votes with respondStateTransitionAck.",
     request: () => z.looseObject({ state: z.string().describe("the state whose leaving is watched"), subscribe: z.boolean().optional().describe("ignored: the call always subscribes") }),
     response: () => answer({ clientId: z.string(), subscribed: z.boolean().optional(), state: z.string() }),
     subscribable: true,

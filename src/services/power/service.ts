@@ -129,14 +129,14 @@ export default defineService({
       if (state === current) return;
       ctx.log.info({ from: current, to: state }, "power state");
       current = state;
-      ctx.topics.publish(STATE, { state });
+      ctx.topics.publish(STATE, ok({ state }));
     };
 
     /** Tells the clients registered for t.from; when t.ask, waits for their votes. */
     const leave = (t: Pick<Transition, "from" | "to" | "ask">): Promise<boolean> => {
       const regs = registered(t.from);
       if (!regs.length) return Promise.resolve(true);
-      const message = { state: t.from, nextState: t.to, token: randomBytes(8).toString("hex") };
+      const message = ok({ state: t.from, nextState: t.to, token: randomBytes(8).toString("hex") });
       if (!t.ask) {
         ctx.topics.publish(registeredKey(t.from), message);
         return Promise.resolve(true);
@@ -374,7 +374,7 @@ export default defineService({
             raise(E.unknown);
           }
           powerOnReason = req.reason;
-          ctx.topics.publish(REASON, { reason: powerOnReason });
+          ctx.topics.publish(REASON, ok({ reason: powerOnReason }));
           return ok();
         },
 
