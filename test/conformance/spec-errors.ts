@@ -578,10 +578,6 @@ export const SPEC: Record<string, Record<string, Row>> = {
     },
     getPowerOnReason: {
       section: `${P2}, Endpoints: Power service (subscribe req); Errors (2)`,
-      deviations: {
-        pushReturnValue:
-          "power2 getPowerOnReason: the spec's convention 2 says every response has returnValue; the service pushes the row's 'Subscription message: reason' alone, {reason}",
-      },
       errors: [power2("getPowerOnReason")],
       push: {
         payload: async () => ({ subscribe: true }),
@@ -592,9 +588,6 @@ export const SPEC: Record<string, Record<string, Row>> = {
     },
     getState: {
       section: `${P2}, Endpoints: Power service (subscribe opt); Errors (2)`,
-      deviations: {
-        pushReturnValue: "power2 getState: the spec's convention 2 says every response has returnValue; the service pushes the row's 'Subscription message: state' alone, {state}",
-      },
       optional: ["subscribe"],
       errors: [power2("getState")],
       push: {
@@ -626,10 +619,6 @@ export const SPEC: Record<string, Record<string, Row>> = {
     },
     registerStateTransition: {
       section: `${P2}, Errors: Power service (2, 4)`,
-      deviations: {
-        pushReturnValue:
-          "power2 registerStateTransition: the spec's convention 2 says every response has returnValue; the service pushes the row's 'Subscription message: state, nextState, token' alone",
-      },
       errors: [
         power2("registerStateTransition"),
         {
@@ -865,12 +854,8 @@ export const SPEC: Record<string, Record<string, Row>> = {
     },
     ping: {
       section: `${P1}, Endpoints: UI test automation (Message opt)`,
+      // The ping row ("an object echoing Message") with convention 2: returnValue true beside it (docs/decisions/testautomation.md).
       optional: ["Message"],
-      deviations: {
-        // The spec's ping row ("an object echoing Message, an empty object when none was sent") against its convention 2.
-        returnValue:
-          "testautomation ping: the spec's convention 2 says every response has returnValue; the service answers the ping row's shape, {Message} or {}, without returnValue",
-      },
     },
     replyToCommand: {
       section: `${P1}, Errors: UI test automation (-1; observed behaviour 6: -1 missing, -1 invalid ID, 4 malformed JSON)`,

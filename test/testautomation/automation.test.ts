@@ -239,8 +239,8 @@ describe("errors and observed behaviors", () => {
     expect(await c.call(TA, "subscribeToCommands", { subscribe: true, appInfo: "x", name: "n", scene: "s", type: "t" })).toEqual(bad);
   });
   test("ping and version", async () => {
-    expect(await c.call(TA, "ping", { Message: "hi" })).toEqual({ Message: "hi" });
-    expect(await c.call(TA, "ping", {})).toEqual({});
+    expect(await c.call(TA, "ping", { Message: "hi" })).toEqual({ returnValue: true, Message: "hi" });
+    expect(await c.call(TA, "ping", {})).toEqual({ returnValue: true });
     const v = await c.call(TA, "version", {});
     expect(v.returnValue).toBe(true);
     expect(v.version).toMatch(/^\d+\.\d+\.\d+/);

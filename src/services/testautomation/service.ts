@@ -220,7 +220,8 @@ export default defineService({
         },
 
         ping(req) {
-          return req.Message === undefined ? {} : { Message: req.Message };
+          // Convention 2 beside the ping row: returnValue true, with Message echoed when sent (docs/decisions/testautomation.md).
+          return req.Message === undefined ? ok() : ok({ Message: req.Message });
         },
 
         replyToCommand(req, call) {
