@@ -1,7 +1,7 @@
 // Entries and metadata objects as the spec names their fields, from database rows.
 import { join } from "node:path";
 import type { Json } from "../../core/errors";
-import type { Device } from "./indexer";
+import type { Device } from "./device";
 import type { MediaRow } from "./backend/store";
 import { KIND_OF_CODE } from "./backend/kinds";
 

@@ -4,61 +4,14 @@
 import type { Logger } from "../../core/log";
 import { PathRefused, type Caller, type CallerFiles } from "../../core/service";
 import { closeFd } from "../../ffi/libc";
-import { ownerFromJson, ownerToJson, restricted, rightsKey, REFUSED_ERRNO } from "./rights";
+import { ownerFromJson, ownerToJson, readableDir, restricted, rightsKey, REFUSED_ERRNO } from "./rights";
 import type { MediaIndexerConfig, PluginName } from "./config";
 import { PLUGIN_NAMES } from "./config";
 import { MediaStore } from "./backend/store";
 import { Scanner, type ScanResult } from "./backend/scanner";
 import { freeSpace, StorageFailure, storageFailure } from "./backend/failure";
-import { readableDir } from "./plugins/storage";
-import type { Plugin, PluginFactory } from "./plugins/plugin";
-
-export interface DeviceInfo {
-  uri: string;
-  plugin: PluginName;
-  name: string;
-  description: string;
-  root: string;
-  /** Whose rights the device's scans have: the client whose requestMediaScan made it (absent: the service's own). */
-  owner?: Caller;
-}
-
-export interface Device extends DeviceInfo {
-  available: boolean;
-  state: "idle" | "scanning";
-  /** Entries per kind: audio, video, image. */
-  counts: number[];
-  /** Scans queued or running, by kind of request ("R:<sub>" recursive, "D:<dir>" one directory, "U:" the directories inotify does not watch). */
-  queued: Map<string, Promise<ScanResult>>;
-  /** The outcome of the last scan that ended (device list: lastScan). */
-  lastScan?: ScanOutcome;
-  running: number;
-  chain: Promise<unknown>;
-  /** Set when the device goes away: its scan stops at the next step. */
-  abort: { aborted: boolean };
-}
-
-/** How a scan ended, as requestMediaScan answers it and the device list shows it. */
-export interface ScanOutcome {
-  ok: boolean;
-  /** The failure's errno name (ENOSPC, EDQUOT, EIO, EROFS, EACCES, ...), when it was one. */
-  errno?: string;
-  /** What failed, in words (with the path and, for a full file system, the free space). */
-  reason?: string;
-  path?: string;
-  /** statvfs of the file system written, when a write failed. */
-  freeBytes?: number;
-  files: number;
-  indexed: number;
-  failed: number;
-  removed: number;
-  unreadableDirs: number;
-  /** ISO 8601 UTC. */
-  at: string;
-}
-
-/** How a local device's changes are noticed (device list: monitor). */
-export type Monitor = "inotify" | "inotify+rescan" | "rescan" | "none";
+import { isLocal, type Device, type DeviceInfo, type Monitor, type ScanOutcome } from "./device";
+import type { Plugin, PluginFactory, PluginHost } from "./plugins/plugin";
 
 export interface IndexerEvents {
   /** The device list changed; urgent for availability and state changes, not for counts. */
@@ -69,9 +22,6 @@ export interface IndexerEvents {
   localDevice?(dev: Device, available: boolean): void;
 }
 
-const LOCAL: PluginName[] = ["storage", "msc"];
-/** Devices of the local file system (their entries are files of directories). */
-export const isLocal = (d: { plugin: PluginName }) => LOCAL.includes(d.plugin);
 const emptyResult = (): ScanResult => ({ files: 0, indexed: 0, unchanged: 0, removed: 0, failed: 0, subdirs: [], unreadableDirs: 0, peakEntries: 0, ms: 0, aborted: true });
 const ERRNO_TEXT: Record<string, string> = {
   ENOSPC: "no space left on the file system",
@@ -82,7 +32,7 @@ const ERRNO_TEXT: Record<string, string> = {
   EPERM: "operation not permitted",
 };
 
-export class Indexer {
+export class Indexer implements PluginHost {
   readonly devices = new Map<string, Device>();
   /** The plugin factory: the plugins callers may activate. */
   readonly factory = new Map<PluginName, Plugin>();
@@ -162,7 +112,7 @@ export class Indexer {
     if (available && !was) dev.abort = { aborted: false };
     if (!available && was) dev.abort.aborted = true;
     this.store.putDevice({ uri: info.uri, plugin: info.plugin, name: info.name, description: info.description, root: info.root, owner: ownerToJson(dev.owner), available: available ? 1 : 0, lastSeen: Date.now() });
-    if (was !== available && LOCAL.includes(dev.plugin)) this.events.localDevice?.(dev, available);
+    if (was !== available && isLocal(dev)) this.events.localDevice?.(dev, available);
     this.events.devicesChanged(true);
     return dev;
   }
@@ -174,7 +124,7 @@ export class Indexer {
     dev.available = false;
     dev.abort.aborted = true;
     this.store.setAvailable(uri, false);
-    if (LOCAL.includes(dev.plugin)) this.events.localDevice?.(dev, false);
+    if (isLocal(dev)) this.events.localDevice?.(dev, false);
     this.events.devicesChanged(true);
   }
 
@@ -190,13 +140,13 @@ export class Indexer {
   scan(dev: Device, sub = "", recursive = true, unwatched = false, as?: Caller): Promise<ScanResult> {
     const plugin = this.factory.get(dev.plugin);
     if (!plugin) return Promise.resolve(emptyResult());
-    const rights = LOCAL.includes(dev.plugin) ? (restricted(as) ? as : as ? undefined : dev.owner) : undefined;
+    const rights = isLocal(dev) ? (restricted(as) ? as : as ? undefined : dev.owner) : undefined;
     const key = unwatched ? "U:" : `${recursive ? "R" : "D"}:${sub}`;
     const who = `#${rightsKey(rights)}`;
     const joined = dev.queued.get(`R:${who}`) ?? dev.queued.get(key + who);
     if (joined) return joined;
     let record: number | undefined;
-    if (LOCAL.includes(dev.plugin))
+    if (isLocal(dev))
       try {
         record = this.store.putScan(dev.uri, key);
       } catch (e) {
@@ -320,7 +270,7 @@ export class Indexer {
 
 
   localDevices(): Device[] {
-    return [...this.devices.values()].filter((d) => d.available && LOCAL.includes(d.plugin));
+    return [...this.devices.values()].filter((d) => d.available && isLocal(d));
   }
 
   private changed(uri: string, delta: number[], wrote: boolean) {
@@ -351,7 +301,7 @@ export class Indexer {
   localDeviceOfPath(abs: string): { dev: Device; rel: string } | undefined {
     let best: Device | undefined;
     for (const d of this.devices.values()) {
-      if (!LOCAL.includes(d.plugin)) continue;
+      if (!isLocal(d)) continue;
       if ((abs === d.root || abs.startsWith(d.root === "/" ? "/" : `${d.root}/`)) && (!best || d.root.length > best.root.length)) best = d;
     }
     return best && { dev: best, rel: abs === best.root ? "" : abs.slice(best.root === "/" ? 1 : best.root.length + 1) };
@@ -370,7 +320,7 @@ export class Indexer {
         audioCount: d.counts[0]!,
         videoCount: d.counts[1]!,
         imageCount: d.counts[2]!,
-        ...(LOCAL.includes(d.plugin) && d.available ? { monitor: this.monitorOf(d) } : {}),
+        ...(isLocal(d) && d.available ? { monitor: this.monitorOf(d) } : {}),
         ...(d.lastScan ? { lastScan: { ...d.lastScan } } : {}),
       })),
     }));
@@ -406,4 +356,5 @@ export function describeScan(r: ScanResult): ScanOutcome {
   return o;
 }
 
-export { StorageFailure };
+export { StorageFailure, isLocal };
+export type { Device, DeviceInfo, Monitor, ScanOutcome };

@@ -3,6 +3,7 @@
 // scan it asks for walks as it, a device its request made keeps it as its owner (every
 // later scan of that device walks as the owner), and lists answer it only entries of
 // directories the kernel lets it read.
+import { access, stat, constants } from "node:fs/promises";
 import { identityOf } from "../../core/access";
 import type { Caller, PathRefused } from "../../core/service";
 
@@ -44,3 +45,14 @@ export const REFUSED_ERRNO: Record<PathRefused["reason"], string> = {
   relative: "EINVAL", traversal: "EINVAL", own: "EACCES", denied: "EACCES", symlink: "ELOOP", exists: "EEXIST",
   missing: "ENOENT", notdir: "ENOTDIR", isdir: "EISDIR", special: "ENXIO", nospace: "ENOSPC", other: "EIO",
 };
+
+/** Whether the service itself can read and search a directory. */
+export async function readableDir(dir: string): Promise<boolean> {
+  try {
+    if (!(await stat(dir)).isDirectory()) return false;
+    await access(dir, constants.R_OK | constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -13,7 +13,9 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../core/log";
 import * as ino from "../../ffi/inotify";
-import type { Device, Indexer } from "./indexer";
+import { ENOSPC } from "../../ffi/errno";
+import type { Device } from "./device";
+import type { Indexer } from "./indexer";
 import { mediaType } from "./backend/kinds";
 
 const DIR_MASK =
@@ -21,7 +23,6 @@ const DIR_MASK =
   ino.IN_DELETE_SELF | ino.IN_MOVE_SELF | ino.IN_ONLYDIR | ino.IN_EXCL_UNLINK;
 /** How long events of a directory settle before it is scanned. */
 const SETTLE_MS = 150;
-const ENOSPC = 28;
 
 interface Watched {
   dev: string;

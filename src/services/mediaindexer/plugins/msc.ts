@@ -10,8 +10,8 @@ import { open, readdir, readlink, realpath, stat } from "node:fs/promises";
 import { basename, resolve as resolvePath } from "node:path";
 import { openFile, closeFd, O_RDONLY, O_NONBLOCK, O_CLOEXEC } from "../../../ffi/libc";
 import { watch, type Watch } from "../../../ffi/loop";
-import type { Indexer, Device } from "../indexer";
-import type { Plugin } from "./plugin";
+import type { Device } from "../device";
+import type { Plugin, PluginHost } from "./plugin";
 import type { Caller } from "../../../core/service";
 
 export interface Mount {
@@ -105,7 +105,7 @@ export class MscPlugin implements Plugin {
   private stDev = new Map<string, number>();
   private busy: Promise<void> = Promise.resolve();
 
-  constructor(private ix: Indexer) {}
+  constructor(private ix: PluginHost) {}
 
   unavailable() {
     return this.ix.cfg.removableRoot ? null : "no removable media root configured";

@@ -7,8 +7,8 @@
 // devices are listed with no entries (docs/decisions/mediaindexer.md).
 import { existsSync } from "node:fs";
 import { isAbsolute } from "node:path";
-import type { Indexer, Device } from "../indexer";
-import type { Plugin } from "./plugin";
+import type { Device } from "../device";
+import type { Plugin, PluginHost } from "./plugin";
 import type { ScanResult } from "../backend/scanner";
 import type { RawDevice } from "../../../ffi/libmtp";
 
@@ -23,7 +23,7 @@ export class MtpPlugin implements Plugin {
   private failed?: string;
   private timer?: ReturnType<typeof setInterval>;
 
-  constructor(private ix: Indexer) {}
+  constructor(private ix: PluginHost) {}
 
   unavailable() {
     if (this.failed) return this.failed;

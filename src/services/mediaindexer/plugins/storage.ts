@@ -1,12 +1,11 @@
 // storage: local media directories. The configured media roots, and directories
 // requestMediaScan was given outside them (kept in the database and checked again at
 // every detection), each a device `storage://<absolute path>` ("storage:///srv/media").
-import { access, stat, constants } from "node:fs/promises";
 import { basename } from "node:path";
-import type { Indexer, Device, DeviceInfo } from "../indexer";
+import type { Device, DeviceInfo } from "../device";
 import type { Caller } from "../../../core/service";
 import { restricted } from "../rights";
-import type { Plugin } from "./plugin";
+import type { Plugin, PluginHost } from "./plugin";
 import type { ScanResult } from "../backend/scanner";
 
 export const storageUri = (dir: string) => `storage://${dir}`;
@@ -16,7 +15,7 @@ export class StoragePlugin implements Plugin {
   active = false;
   detecting = false;
 
-  constructor(private ix: Indexer) {}
+  constructor(private ix: PluginHost) {}
 
   unavailable() {
     return null;
@@ -57,15 +56,5 @@ export class StoragePlugin implements Plugin {
 
   close() {
     this.detecting = false;
-  }
-}
-
-export async function readableDir(dir: string): Promise<boolean> {
-  try {
-    if (!(await stat(dir)).isDirectory()) return false;
-    await access(dir, constants.R_OK | constants.X_OK);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -8,8 +8,8 @@
 // is also its path on the device); the resource URL is the entry's file_path. A
 // server that no longer answers is unavailable, its entries kept.
 import dgram from "node:dgram";
-import type { Indexer, Device } from "../indexer";
-import type { Plugin } from "./plugin";
+import type { Device } from "../device";
+import type { Plugin, PluginHost } from "./plugin";
 import type { ScanResult } from "../backend/scanner";
 import { Slicer } from "../backend/scanner";
 import { KIND_CODE, BAD, kindOfClass } from "../backend/kinds";
@@ -204,7 +204,7 @@ export class UpnpPlugin implements Plugin {
   private servers = new Map<string, Server>();
   private searching?: Promise<void>;
 
-  constructor(private ix: Indexer) {}
+  constructor(private ix: PluginHost) {}
 
   unavailable() {
     return null;
