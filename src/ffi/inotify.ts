@@ -126,3 +126,117 @@ export class Inotify {
     closeFd(this.fd);
   }
 }
+
+/** The changes of a directory's entries: created, deleted, moved in or out, written and closed; and the directory itself deleted or moved. */
+export const DIR_CHANGES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF;
+const EVENT_BITS = 0xfff;
+
+/** A watch of one directory (watchDirectory): close() ends it; `closed` once it ended (also when the directory went). */
+export interface DirWatch {
+  readonly path: string;
+  readonly closed: boolean;
+  close(): void;
+}
+
+interface DirEntry {
+  path: string;
+  mask: number;
+  onEvent: (ev: InotifyEvent) => void;
+  wd: number;
+  closed: boolean;
+}
+
+/**
+ * The process's directory watches share one inotify instance (one fd on the event
+ * source, opened with the first watch and closed with the last), so ten services
+ * do not each take one of the user's inotify instances (fs.inotify.max_user_instances).
+ */
+let shared: { ino: Inotify; byWd: Map<number, Set<DirEntry>> } | undefined;
+
+function deliver(e: DirEntry, ev: InotifyEvent): void {
+  try {
+    e.onEvent(ev);
+  } catch (err) {
+    console.error(`inotify: the watcher of ${e.path} failed:`, err);
+  }
+}
+
+function dispatchDir(events: InotifyEvent[]): void {
+  const s = shared;
+  if (!s) return;
+  for (const ev of events) {
+    if (ev.mask & IN_Q_OVERFLOW) {
+      for (const set of [...s.byWd.values()]) for (const e of [...set]) if (!e.closed) deliver(e, ev);
+      continue;
+    }
+    const set = s.byWd.get(ev.wd);
+    if (!set) continue;
+    if (ev.mask & IN_IGNORED) {
+      // The kernel ended the watch: the directory was deleted, or its filesystem unmounted.
+      s.byWd.delete(ev.wd);
+      for (const e of set) e.closed = true;
+      for (const e of set) deliver(e, ev);
+      continue;
+    }
+    for (const e of [...set]) if (!e.closed && ev.mask & e.mask & EVENT_BITS) deliver(e, ev);
+  }
+  if (shared === s && s.byWd.size === 0) closeShared();
+}
+
+function closeShared(): void {
+  const s = shared;
+  shared = undefined;
+  s?.ino.close();
+}
+
+/**
+ * Watches a directory's entries (not its subdirectories' entries) on the event
+ * source: onEvent runs on the main thread for each event of `mask` (default
+ * DIR_CHANGES), with the entry's name ("" for the directory itself). It also hears
+ * IN_Q_OVERFLOW (events were lost: look at the directory again) and IN_IGNORED (the
+ * watch ended: the directory is gone; the DirWatch is closed then).
+ * Throws SysError when the path cannot be watched (ENOENT, ENOTDIR, EACCES, ENOSPC
+ * at the user's inotify watch limit).
+ */
+export function watchDirectory(path: string, onEvent: (ev: InotifyEvent) => void, opts: { mask?: number } = {}): DirWatch {
+  const mask = (opts.mask ?? DIR_CHANGES) & EVENT_BITS;
+  if (!shared) shared = { ino: new Inotify(dispatchDir, { onError: (e) => console.error("inotify: read failed:", e) }), byWd: new Map() };
+  const s = shared;
+  let wd: number;
+  try {
+    // IN_MASK_ADD: a directory already watched (by this path or another name of it) keeps the events its other watchers asked for.
+    wd = s.ino.add(path, mask | IN_ONLYDIR | IN_MASK_ADD);
+  } catch (e) {
+    if (s.byWd.size === 0) closeShared();
+    throw e;
+  }
+  const e: DirEntry = { path, mask, onEvent, wd, closed: false };
+  let set = s.byWd.get(wd);
+  if (!set) s.byWd.set(wd, (set = new Set()));
+  set.add(e);
+  return {
+    path,
+    get closed() {
+      return e.closed;
+    },
+    close() {
+      if (e.closed) return;
+      e.closed = true;
+      if (shared !== s) return;
+      const set = s.byWd.get(e.wd);
+      if (!set) return;
+      set.delete(e);
+      if (set.size) return;
+      s.byWd.delete(e.wd);
+      s.ino.remove(e.wd);
+      if (s.byWd.size === 0) closeShared();
+    },
+  };
+}
+
+/** Directory watches open now (tests). */
+export function dirWatchCount(): number {
+  let n = 0;
+  for (const set of shared?.byWd.values() ?? []) n += set.size;
+  return n;
+}

@@ -105,7 +105,7 @@ export default defineService({
     const cfg = loadConfig({ service: "intent", schema: Config, section: ctx.config }).config;
     const sources: AppSource[] = (cfg.applicationDirs ?? [DEFAULT_APPLICATION_DIR, `${dirname(ctx.stateDir)}/applications`]).map((dir) => ({ dir }));
     for (const [sessionId, dirs] of Object.entries(cfg.sessions)) for (const dir of dirs) sources.push({ dir, sessionId });
-    const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs, pollMs: 1000 });
+    const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs });
     registry.start();
 
     const appManager = new AppManagerLauncher(ctx.peers, cfg.applicationManager, cfg.launchTimeoutMs);

@@ -1,23 +1,27 @@
-// A directory watched for cameras coming and going (inotify through fs.watch, on the
-// event loop): a burst of changes runs onChange once, settleMs after the last.
-import { watch as fsWatch } from "node:fs";
+// A directory watched for cameras coming and going (the inotify watch of
+// src/ffi/inotify.ts, on the event source): a burst of changes runs onChange once,
+// settleMs after the last.
+import * as ino from "../../../ffi/inotify";
 import type { Logger } from "../../../core/log";
 
-export function watchDirectory(dir: string, settleMs: number, onChange: () => void, log: Logger, match: (name: string) => boolean = () => true): () => void {
+export function watchDirectory(
+  dir: string, settleMs: number, onChange: () => void, log: Logger,
+  opts: { match?: (name: string) => boolean; mask?: number } = {},
+): () => void {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  let watcher: ReturnType<typeof fsWatch> | undefined;
+  let watch: ino.DirWatch | undefined;
   try {
-    watcher = fsWatch(dir, (_ev, name) => {
-      if (name && !match(String(name))) return;
+    watch = ino.watchDirectory(dir, (ev) => {
+      if (ev.name && opts.match && !opts.match(ev.name)) return;
       clearTimeout(timer);
       timer = setTimeout(onChange, settleMs);
-    });
+    }, { mask: opts.mask });
   } catch (e) {
     log.warn({ dir, err: e }, "cannot watch for camera hotplug");
   }
   return () => {
     clearTimeout(timer);
-    watcher?.close();
-    watcher = undefined;
+    watch?.close();
+    watch = undefined;
   };
 }

@@ -1,5 +1,5 @@
 // Cameras through V4L2: capture nodes under /dev found by VIDIOC_QUERYCAP, hotplug
-// through an inotify watch of /dev (fs.watch, on the event loop), formats from
+// through an inotify watch of /dev (on the event source), formats from
 // ENUM_FMT/ENUM_FRAMESIZES/ENUM_FRAMEINTERVALS, S_FMT and S_PARM, controls through
 // QUERYCTRL/G_CTRL/S_CTRL, and MMAP streaming whose buffers are dequeued on the
 // event source (O_NONBLOCK DQBUF when the node is readable). A frame is handed out
@@ -11,6 +11,7 @@ import * as v4l2 from "../../../ffi/v4l2";
 import { mmap, type Mapping } from "../../../ffi/shm";
 import { watch, type Watch } from "../../../ffi/loop";
 import type { Logger } from "../../../core/log";
+import * as ino from "../../../ffi/inotify";
 import { watchDirectory } from "./dirwatch";
 import {
   FOURCC, UnsupportedFormat, type CameraBackend, type CameraFormat, type Capability, type CapturedFrame, type DeviceDesc,
@@ -125,7 +126,8 @@ export class LinuxBackend implements CameraBackend {
 
   watch(onChange: () => void): () => void {
     // udev may still be setting a new node's permissions: look 150 ms after the last change.
-    this.unwatch = watchDirectory(this.o.devDir, 150, onChange, this.o.log, (n) => /^video\d+$/.test(n));
+    // IN_ATTRIB too: a node becomes usable when udev has set its group and mode.
+    this.unwatch = watchDirectory(this.o.devDir, 150, onChange, this.o.log, { match: (n) => /^video\d+$/.test(n), mask: ino.DIR_CHANGES | ino.IN_ATTRIB });
     return this.unwatch;
   }
 

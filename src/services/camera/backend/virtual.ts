@@ -6,7 +6,8 @@
 //
 // Cameras are the configured ones plus, when a plug directory is configured, one
 // per file in it (its name the file's first line): creating or removing a file is
-// plugging or unplugging, noticed through inotify (fs.watch) like /dev on a board.
+// plugging or unplugging, noticed through an inotify watch on the event source like
+// /dev on a board.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tj from "../../../ffi/turbojpeg";
