@@ -19,7 +19,7 @@ import { join, resolve } from "node:path";
 import { BusClient } from "../../src/bus/client";
 import { startPrivateBus } from "../../src/bus/daemon";
 import { closeFd } from "../../src/ffi/libc";
-import { FrameReader } from "../../src/services/camera/reader";
+import { FrameReader } from "../../src/clients/camera/reader";
 
 const CAMERA = "com.vendor.service.camera2";
 let serviceMsPerFrame: number | undefined;

@@ -2,7 +2,7 @@
  * camera_frames: a camera's frames from shared memory. Opens CAMERA, starts a
  * preview on WINDOW, maps the frame ring from the fd of getFd {type: "buffer"},
  * waits on the eventfd of getFd {type: "event"} and reads COUNT frames with
- * src/services/camera/c/camera_shm.h; then stops the preview and closes the handle.
+ * src/clients/camera/camera_shm.h; then stops the preview and closes the handle.
  *
  *   camera_frames CAMERA WINDOW COUNT
  *   ./camera_frames camera1 window0 30

@@ -3,7 +3,7 @@
 preview on WINDOW, maps the frame ring from the fd of getFd {type: "buffer"} with
 mmap, waits on the eventfd of getFd {type: "event"} and reads COUNT frames; then
 stops the preview and closes the handle. The ring's layout is docs/services/camera.md,
-"Shared memory" (the C header src/services/camera/c/camera_shm.h reads the same).
+"Shared memory" (the C header src/clients/camera/camera_shm.h reads the same).
 
     camera_frames.py CAMERA WINDOW COUNT
     ./camera_frames.py camera1 window0 30

@@ -5,9 +5,9 @@
 //   const nub = await Nub.attach(client, { appInfo: { id: "com.example.app" }, name: "main", scene: "home", type: "qml" },
 //                                { items: () => myItemTree() });
 //   await nub.notifyEvent("stageActivate");
-import type { BusClient, ClientSubscription } from "../../bus/client";
-import type { Json } from "../../core/errors";
-import { E } from "./errors";
+import type { BusClient, ClientSubscription } from "../bus/client";
+import type { Json } from "../core/errors";
+import { E } from "../services/testautomation/errors";
 
 const SERVICE = "com.vendor.service.testautomation";
 

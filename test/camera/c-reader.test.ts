@@ -1,4 +1,4 @@
-// The C header (src/services/camera/c/camera_shm.h) and its example reader, built
+// The C header (src/clients/camera/camera_shm.h) and its example reader, built
 // with the system's C compiler, read the service's frames from System V memory by
 // key and from POSIX memory by an inherited fd.
 import { test, expect, beforeAll, afterAll } from "bun:test";
@@ -14,7 +14,7 @@ beforeAll(async () => {
   c = await cameraEnv();
   h = (await c.call("open", { id: "camera1" })).handle as number;
   exe = join(c.env.stateDir, "camera_reader");
-  const src = join(ROOT, "src/services/camera/c/camera_reader.c");
+  const src = join(ROOT, "src/clients/camera/camera_reader.c");
   const cc = Bun.spawnSync(["gcc", "-Wall", "-Wextra", "-Werror", "-O2", "-o", exe, src]);
   if (cc.exitCode !== 0) throw new Error(`gcc failed: ${cc.stderr.toString()}`);
 });

@@ -4,7 +4,7 @@
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { cameraEnv, err, type CameraEnv } from "./setup";
 import { spawnScript } from "../helpers/harness";
-import { FrameReader } from "../../src/services/camera/reader";
+import { FrameReader } from "../../src/clients/camera/reader";
 import { readCounter } from "../../src/services/camera/backend/virtual";
 import * as tj from "../../src/ffi/turbojpeg";
 import { closeFd } from "../../src/ffi/libc";

@@ -14,7 +14,7 @@ import { closeFd } from "../../src/ffi/libc.ts";
 import * as tj from "../../src/ffi/turbojpeg.ts";
 import * as drm from "../../src/ffi/drm.ts";
 import * as kms from "../../src/ffi/kms.ts";
-import { FrameReader } from "../../src/services/camera/reader.ts";
+import { FrameReader } from "../../src/clients/camera/reader.ts";
 import { BINARY, eventually, spawnScript } from "../helpers/harness.ts";
 import { guest } from "./vboard.ts";
 

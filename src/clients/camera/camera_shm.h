@@ -1,7 +1,8 @@
 /*
  * camera_shm.h: reading the frames the camera service (com.vendor.service.camera2)
  * writes into shared memory. The layout is docs/services/camera.md, "Shared memory";
- * src/services/camera/ring.ts writes it and reader.ts is the TypeScript reader.
+ * src/services/camera/ring.ts writes it (layout.ts here is the same layout), and
+ * reader.ts here is the TypeScript reader.
  *
  * Map the ring read-only: POSIX memory from the fd of getFd {type: "buffer"}
  * (mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0), size from fstat), System V from

@@ -2,11 +2,11 @@
 // "Shared memory"): map the ring the service writes (POSIX: the fd from getFd
 // type "buffer"; System V: the key from startCamera), then take frames as the
 // eventfd from getFd type "event" signals them. Usable by any TypeScript client;
-// C clients use src/services/camera/c/camera_shm.h, which reads the same layout.
+// C clients use camera_shm.h (this folder), which reads the same layout (layout.ts).
 import { libc } from "../../ffi/libc";
 import { mmap, PROT_READ, shmat, shmget, SHM_RDONLY, watchEventfd, type Mapping } from "../../ffi/shm";
 import type { Watch } from "../../ffi/loop";
-import { FLAG_STOPPED, H, HEADER_SIZE, RING_MAGIC, SLOT, SLOT_HEADER_SIZE } from "./ring";
+import { FLAG_STOPPED, H, HEADER_SIZE, RING_MAGIC, SLOT, SLOT_HEADER_SIZE } from "./layout";
 
 export interface RingFrame {
   /** Frame number within the stream: 0, 1, 2... without gaps unless frames were lost. */

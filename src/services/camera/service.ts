@@ -3,7 +3,7 @@
 // camera2... kept while they stay plugged; a handle is a lease (the primary one
 // exclusive per camera), so a client that leaves the bus closes its handles. One
 // stream per camera writes its frames into a ring in shared memory (ring.ts), read
-// by clients with reader.ts or camera_shm.h. Opening a camera is for root and the
+// by clients with src/clients/camera/ (reader.ts, camera_shm.h). Opening a camera is for root and the
 // access group; capture files are created with the caller's rights (ctx.files); a
 // handle is used only by whom the lease registry lets act on it. Choices where the
 // spec is silent: docs/decisions/camera.md.

@@ -9,7 +9,7 @@
 // who may pause, resume or stop it). Choices where the spec is silent:
 // docs/decisions/record.md.
 import { fstatSync } from "node:fs";
-import { raise, ok, type ErrorRow, type Json } from "../../core/errors";
+import { answer, raise, ok, type ErrorRow, type Json } from "../../core/errors";
 import { defineService, PathRefused, type Caller, type ServiceModule, type ServiceContext, type ServiceInstance } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
 import { group, type AccessRule } from "../../core/access";
@@ -19,7 +19,7 @@ import * as gst from "../../ffi/gst";
 import { api, type StartRequest } from "./schemas";
 import { E } from "./errors";
 import { plan, readRecipe, PlanError, CAMERA_APPSRC, type CameraStream, type Recipe } from "./recipe";
-import { FrameReader } from "../camera/reader";
+import { FrameReader } from "../../clients/camera/reader";
 import { closeFd } from "../../ffi/libc";
 import { loadRecordOptions } from "./config";
 
@@ -118,17 +118,16 @@ function instance(id: string): ServiceModule<typeof api> {
       busName,
       description: `Recording pipeline ${id}: video (H264) and audio (AAC) into fragmented MP4, or an image (JPEG), from the board's sources through GStreamer.`,
       api,
-      badRequest: (method) => raise2(row(BAD_REQUEST, method)),
-      internalError: (method) => raise2(row(INTERNAL, method)),
+      badRequest: (method) => answer(row(BAD_REQUEST, method)),
+      internalError: (method) => answer(row(INTERNAL, method)),
       denied,
     },
     create: (ctx) => createInstance(id, ctx),
   });
 }
 
-const raise2 = (r: ErrorRow): Json => ({ errorCode: r.code, errorText: r.text });
 /** A caller the access rule refuses: the method's own failure row (the spec has no permission error). */
-const denied = (method: string): Json => raise2(row(BAD_REQUEST, method));
+const denied = (method: string): Json => answer(row(BAD_REQUEST, method));
 
 async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceInstance<typeof api>> {
   const recipe = readRecipe(ctx.board);
@@ -464,8 +463,8 @@ export default defineService({
     description:
       "Recording pipeline: one instance per pipeline ID of the board recipe (com.vendor.pipeline.record.<id>), recording video and audio to fragmented MP4 or an image to JPEG through GStreamer.",
     api,
-    badRequest: (method) => raise2(row(BAD_REQUEST, method)),
-    internalError: (method) => raise2(row(INTERNAL, method)),
+    badRequest: (method) => answer(row(BAD_REQUEST, method)),
+    internalError: (method) => answer(row(INTERNAL, method)),
     denied,
   },
   create() {
