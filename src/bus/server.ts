@@ -11,7 +11,7 @@ import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
 /** Largest method call the hosting connection reads whole (4 x the payload limit: a JSON string's UTF-8 on the wire, with its escapes). */
 export const maxRequestMessage = (payloadBytes: number) => 4 * payloadBytes;
 import { ServiceError, type Json } from "../core/errors";
-import { FdReply, schemaOf, type Caller, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
+import { describeInvalid, FdReply, invalidAnswer, schemaOf, type Caller, type MethodSpec, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
 import { TopicCatalog } from "../core/topics";
@@ -28,6 +28,16 @@ interface Hosted {
 interface ClientState {
   caller: Promise<Caller>;
   subscriptions: Map<number, SubscriptionImpl>;
+}
+
+/** One call being dispatched: where it goes and who made it. */
+interface Dispatch {
+  h: Hosted;
+  method: string;
+  msg: Message;
+  spec: MethodSpec;
+  c: ClientState;
+  caller: Caller;
 }
 
 class SubscriptionImpl implements Subscription {
@@ -76,14 +86,6 @@ class SubscriptionImpl implements Subscription {
       }
     }
   }
-}
-
-function valueAt(v: unknown, path: PropertyKey[]): unknown {
-  for (const k of path) {
-    if (v === null || typeof v !== "object") return undefined;
-    v = (v as Record<PropertyKey, unknown>)[k];
-  }
-  return v;
 }
 
 /** What one client may hold at once (board recipe `limits`, docs/limits.md). */
@@ -362,70 +364,94 @@ export class BusServer {
     });
   }
 
+  /** One call through its steps: find its caller, decode, validate, authorize, run, answer. */
   private async dispatch(h: Hosted, method: string, msg: Message) {
-    const spec = h.spec.api[method]!;
+    const d = await this.find(h, method, msg);
+    const decoded = this.decode(d);
+    if ("problem" in decoded) return this.answer(d, { returnValue: false, ...h.spec.badRequest(method, decoded.problem) }, decoded.value);
+    const valid = this.validate(d, decoded.value);
+    if ("response" in valid) return this.answer(d, valid.response, decoded.value);
+    const denied = await this.authorize(d, valid.data);
+    if (denied) return this.answer(d, denied, decoded.value);
+    const { response, subscription } = await this.run(d, decoded.value, valid.data);
+    this.answer(d, response, decoded.value, subscription);
+  }
+
+  /** The call's method spec, its client's state and its caller's credentials. */
+  private async find(h: Hosted, method: string, msg: Message): Promise<Dispatch> {
     const c = this.client(msg.sender!);
-    const caller = await c.caller;
-    let response: Json | FdReply;
-    let subscription: SubscriptionImpl | undefined;
-    const parsed0 = msg.oversized
+    return { h, method, msg, spec: h.spec.api[method]!, c, caller: await c.caller };
+  }
+
+  /** The payload within the limits, as a JSON object; else the problem (over the limits logged, throttled). */
+  private decode({ h, method, msg, caller }: Dispatch): { value: Json } | { problem: Parameters<ServiceSpec["badRequest"]>[1]; value?: unknown } {
+    const parsed = msg.oversized
       ? { problem: { kind: "limits" as const, message: `payload is larger than ${this.limits.payloadBytes} bytes (message of ${msg.oversized} bytes)` } }
       : parsePayload(msg.body[0] as string, { maxBytes: this.limits.payloadBytes, maxDepth: this.limits.payloadDepth });
-    if ("problem" in parsed0) {
-      if (parsed0.problem.kind === "limits") {
-        const problem = parsed0.problem.message;
+    if ("problem" in parsed) {
+      if (parsed.problem.kind === "limits") {
+        const problem = parsed.problem.message;
         this.refusals.log(`${caller.name} limits`, (repeated) => this.log.warn({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, problem, repeated }, "request refused"));
       }
-      response = { returnValue: false, ...h.spec.badRequest(method, parsed0.problem) };
-    } else {
-      const payload = parsed0.value;
-      if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
-        response = { returnValue: false, ...h.spec.badRequest(method, { kind: "json", message: "payload must be a JSON object" }) };
-      } else {
-        const parsed = schemaOf(spec, "request").safeParse(payload);
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          const missing = issue.code === "invalid_type" && valueAt(payload, issue.path) === undefined ? String(issue.path.at(-1)) : undefined;
-          response = {
-            returnValue: false,
-            ...h.spec.badRequest(method, { kind: "schema", message: z.prettifyError(parsed.error), missing, path: issue.path as (string | number)[] }),
-          };
-        } else {
-          const rule = h.instance.access?.[method] ?? spec.access;
-          if (!(await allowed(rule, caller, parsed.data))) {
-            this.refusals.log(`${caller.name} access ${h.spec.name} ${method}`, (repeated) =>
-              this.log.info({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, rule: describeRule(rule), repeated }, "caller refused by the method's access rule"),
-            );
-            response = h.spec.denied
-              ? { returnValue: false, ...h.spec.denied(method, caller) }
-              : { returnValue: false, errorText: `Permission denied: ${method} is for ${describeRule(rule)}` };
-          } else {
-            const subscribes = (spec.subscribable && (payload as Json).subscribe === true) || spec.alwaysSubscribes;
-            const refused = subscribes ? this.subscriptionRefused(c, caller) : undefined;
-            if (subscribes && !refused) {
-              subscription = new SubscriptionImpl(this, `${caller.name}/${msg.serial}`, caller, method, msg.serial, h.path);
-              c.subscriptions.set(msg.serial, subscription);
-              this.subscriptionsOfUid.set(caller.uid, (this.subscriptionsOfUid.get(caller.uid) ?? 0) + 1);
-            }
-            try {
-              if (refused) {
-                this.refusals.log(`${caller.name} subscriptions`, (repeated) => this.log.warn({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, repeated }, refused));
-                // The service's own code for a failure it did not cause, with the reason as text.
-                response = { returnValue: false, ...h.spec.internalError(method, new Error(refused)), errorText: refused };
-              } else response = await h.instance.handlers[method]!(parsed.data, { caller, method, subscription });
-            } catch (e) {
-              if (e instanceof ServiceError) response = e.response();
-              else {
-                this.log.error({ err: e, service: h.spec.name, method, caller: caller.name }, "handler failed");
-                response = { returnValue: false, ...h.spec.internalError(method, e) };
-              }
-            }
-          }
-        }
-      }
+      return { problem: parsed.problem };
     }
+    const value = parsed.value;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return { problem: { kind: "json", message: "payload must be a JSON object" }, value };
+    return { value: value as Json };
+  }
+
+  /** The request as its schema makes it; else the failure: the tables' row for the invalid value, or the service's badRequest. */
+  private validate({ h, method, spec }: Dispatch, payload: Json): { data: unknown } | { response: Json } {
+    const parsed = schemaOf(spec, "request").safeParse(payload);
+    if (parsed.success) return { data: parsed.data };
+    const { invalid, problem } = describeInvalid(method, payload, parsed.error);
+    return { response: { returnValue: false, ...(invalidAnswer(h.spec, method, invalid) ?? h.spec.badRequest(method, problem)) } };
+  }
+
+  /** The method's access rule (configuration's, else the table's): undefined when the caller may call, else the refusal. */
+  private async authorize({ h, method, spec, caller }: Dispatch, data: unknown): Promise<Json | undefined> {
+    const rule = h.instance.access?.[method] ?? spec.access;
+    if (await allowed(rule, caller, data)) return undefined;
+    this.refusals.log(`${caller.name} access ${h.spec.name} ${method}`, (repeated) =>
+      this.log.info({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, rule: describeRule(rule), repeated }, "caller refused by the method's access rule"),
+    );
+    return h.spec.denied
+      ? { returnValue: false, ...h.spec.denied(method, caller) }
+      : { returnValue: false, errorText: `Permission denied: ${method} is for ${describeRule(rule)}` };
+  }
+
+  /** The handler's response, with the subscription opened for the call (within the caller's limits); a throw becomes the failure. */
+  private async run({ h, method, msg, spec, c, caller }: Dispatch, payload: Json, data: unknown): Promise<{ response: Json | FdReply; subscription?: SubscriptionImpl }> {
+    const subscribes = (spec.subscribable && payload.subscribe === true) || spec.alwaysSubscribes;
+    const refused = subscribes ? this.subscriptionRefused(c, caller) : undefined;
+    if (refused) {
+      this.refusals.log(`${caller.name} subscriptions`, (repeated) => this.log.warn({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, repeated }, refused));
+      // The service's own code for a failure it did not cause, with the reason as text.
+      return { response: { returnValue: false, ...h.spec.internalError(method, new Error(refused)), errorText: refused } };
+    }
+    let subscription: SubscriptionImpl | undefined;
+    if (subscribes) {
+      subscription = new SubscriptionImpl(this, `${caller.name}/${msg.serial}`, caller, method, msg.serial, h.path);
+      c.subscriptions.set(msg.serial, subscription);
+      this.subscriptionsOfUid.set(caller.uid, (this.subscriptionsOfUid.get(caller.uid) ?? 0) + 1);
+    }
+    try {
+      return { response: await h.instance.handlers[method]!(data, { caller, method, subscription }), subscription };
+    } catch (e) {
+      if (e instanceof ServiceError) return { response: e.response(), subscription };
+      this.log.error({ err: e, service: h.spec.name, method, caller: caller.name }, "handler failed");
+      return { response: { returnValue: false, ...h.spec.internalError(method, e) }, subscription };
+    }
+  }
+
+  /**
+   * Sends the response: a failure with the method's failureFields under it, checked
+   * against the response schema when asked; the subscription kept only when the
+   * response says subscribed, and released at once when the caller left meanwhile.
+   */
+  private answer({ h, method, msg, spec, caller }: Dispatch, response: Json | FdReply, payload?: unknown, subscription?: SubscriptionImpl) {
     if (h.spec.failureFields && !(response instanceof FdReply) && response.returnValue === false) {
-      response = { ...h.spec.failureFields(method, "value" in parsed0 ? parsed0.value : undefined), ...response };
+      response = { ...h.spec.failureFields(method, payload), ...response };
     }
     const json = response instanceof FdReply ? response.response : response;
     if (this.checkResponses) {

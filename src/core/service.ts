@@ -3,7 +3,7 @@
 // platform pieces it is created with (leases, topics, configuration, logging).
 // src/bus/ hosts these on D-Bus; services never import dbus-next.
 import { z } from "zod";
-import type { Json } from "./errors";
+import { answer, rowForInvalid, type ErrorRow, type Invalid, type InvalidRows, type Json } from "./errors";
 import type { Logger } from "./log";
 import type { Board } from "./board";
 import type { AccessRule } from "./access";
@@ -31,6 +31,11 @@ export interface MethodSpec<Req extends z.ZodType = z.ZodType, Res extends z.Zod
   access?: AccessRule;
   /** Platform API level the method exists from. */
   level?: number;
+  /**
+   * The spec error a request failing the request schema gets, by field or for the
+   * method (errors.ts, InvalidRows); the service's `invalid` when this has no row.
+   */
+  invalid?: InvalidRows;
 }
 
 /** Builds a method spec keeping its schema types (for typed handlers). */
@@ -49,11 +54,49 @@ export function schemaOf<M extends MethodSpec>(m: M, which: "request" | "respons
   return (b[which] ??= m[which]());
 }
 
-/** How a request that is not valid JSON or fails its schema is answered. */
+/**
+ * How a request that is not valid JSON, is over the limits, or fails its schema
+ * without a row in the method tables (`invalid`) is answered. For a schema failure,
+ * `message` is the first invalid value's sentence, `missing` the name of a required
+ * value absent (a wrong type: undefined), `path` where it is, and `invalid` the whole
+ * description.
+ */
 export type BadRequest = (
   method: string,
-  problem: { kind: "json" | "schema" | "limits"; message: string; missing?: string; path?: (string | number)[] },
+  problem: { kind: "json" | "schema" | "limits"; message: string; missing?: string; path?: (string | number)[]; invalid?: Invalid },
 ) => Json;
+
+function valueAt(v: unknown, path: PropertyKey[]): unknown {
+  for (const k of path) {
+    if (v === null || typeof v !== "object") return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+/** The one place a validator's issue becomes a description services choose their row from. */
+export function describeInvalid(method: string, payload: unknown, error: z.ZodError): { invalid: Invalid; problem: Parameters<BadRequest>[1] } {
+  const issue = error.issues[0]!;
+  const path = issue.path.filter((k): k is string | number => typeof k !== "symbol");
+  const absent = path.length > 0 && valueAt(payload, path) === undefined;
+  const invalid: Invalid = {
+    method,
+    path,
+    field: path.length ? String(path[0]) : "",
+    ...(absent ? { missing: String(path.at(-1)) } : {}),
+    range: issue.code === "too_big" || issue.code === "too_small",
+    message: issue.message,
+  };
+  // `missing` of badRequest: a required value of the wrong type that is absent (as services read it).
+  const missing = issue.code === "invalid_type" && absent ? invalid.missing : undefined;
+  return { invalid, problem: { kind: "schema", message: issue.message, missing, path, invalid } };
+}
+
+/** The failure fields of an invalid request when the tables have a row for it (the method's, then the service's). */
+export function invalidAnswer(service: ServiceSpec, method: string, invalid: Invalid): Json | undefined {
+  const row = rowForInvalid(invalid, service.api[method]?.invalid, service.invalid);
+  return row && (service.answer ? service.answer(method, row) : answer(row));
+}
 
 export interface ServiceSpec<A extends Api = Api> {
   /** Short name: the last label of the bus name (`testautomation`). */
@@ -63,6 +106,10 @@ export interface ServiceSpec<A extends Api = Api> {
   description: string;
   api: A;
   badRequest: BadRequest;
+  /** The rows of requests failing their schema for methods that declare none of their own (MethodSpec.invalid). */
+  invalid?: InvalidRows;
+  /** How a spec row is written in this service's failures (default: errorCode and errorText, errors.ts answer). */
+  answer?(method: string, row: ErrorRow): Json;
   /** How an unexpected failure inside a handler is answered (the spec's "unknown error" row). */
   internalError(method: string, error: unknown): Json;
   /** How a caller that the method's access rule refuses is answered. */

@@ -3,7 +3,7 @@
 // this file maps the spec's methods onto it. An open write (the inserting
 // subscription) and a hold (SubscribeCacheObject) are leases of the caller bound to
 // their subscription; an object's subscriptions are the topic objectKey(id).
-import { raise, ok, ServiceError, type Json } from "../../core/errors";
+import { raise, ok, answer, type Invalid, type Json } from "../../core/errors";
 import { defineService, type BadRequest, type Caller } from "../../core/service";
 import { group, describeRule, type AccessRule } from "../../core/access";
 import { mayAct, uidOwner } from "../../core/leases";
@@ -13,17 +13,23 @@ import { loadConfig } from "./config";
 import { API_VERSION, FileCache, type CacheObject } from "./cache";
 import { identityOf, usableDir, type CopyAs } from "./backend/files";
 
-/** One line of the request problem, for errorText. */
+/** One line of a request that is not JSON or is over the limits, for errorText. */
 function problemText(method: string, p: Parameters<BadRequest>[1]) {
   if (p.kind === "json") return `${method}: invalid JSON payload: ${p.message}`;
-  if (p.kind === "limits") return `${method}: ${p.message}`;
-  if (p.missing !== undefined) return `${method}: ${p.missing} is required`;
-  const first = p.message.split("\n")[0]!.replace(/^✖\s*/, "");
-  return `${method}: invalid ${p.path?.join(".") || "payload"}: ${first}`;
+  return `${method}: ${p.message}`;
 }
 
-/** SubscribeCacheObject always answers `subscribed` (the spec marks it required). */
-const extraFor = (method: string): Json => (method === "SubscribeCacheObject" ? { subscribed: false } : {});
+/**
+ * The row of a request failing its schema: the method's code for bad input
+ * (BAD_REQUEST_CODE) with a text naming the field. GetCacheStatus and GetCacheTypes
+ * have none (their badRequest answers returnValue true).
+ */
+function invalidRow(v: Invalid) {
+  if (ANSWERED_ANYWAY.has(v.method) || !(v.method in BAD_REQUEST_CODE)) return undefined;
+  const text = v.missing !== undefined ? `${v.method}: ${v.missing} is required` : `${v.method}: invalid ${v.path.join(".") || "payload"}: ${v.message}`;
+  return { code: BAD_REQUEST_CODE[v.method] ?? null, text };
+}
+const ANSWERED_ANYWAY = new Set(["GetCacheStatus", "GetCacheTypes"]);
 
 /** The topic of an object's subscriptions (its writer's and SubscribeCacheObject's). */
 const objectKey = (o: CacheObject) => `object/${o.id}`;
@@ -53,20 +59,21 @@ export default defineService({
     description:
       "File cache: a shared space of cache objects grouped in types with low and high watermarks; objects are expired automatically as space is needed, unless subscribed.",
     api,
+    invalid: { default: invalidRow },
     badRequest: (method, p) => {
       const live = open.at(-1);
       if (live && method === "GetCacheStatus") return statusOf(live);
       if (live && method === "GetCacheTypes") return typesOf(live);
-      const code = BAD_REQUEST_CODE[method] ?? null;
-      return { ...(code === null ? {} : { errorCode: code }), errorText: problemText(method, p), ...extraFor(method) };
+      return answer({ code: BAD_REQUEST_CODE[method] ?? null, text: problemText(method, p) });
     },
-    internalError: (method, e) => ({ errorText: `${method}: ${(e as Error)?.message ?? String(e)}`, ...extraFor(method) }),
+    internalError: (method, e) => ({ errorText: `${method}: ${(e as Error)?.message ?? String(e)}` }),
     // DefineType, ChangeType, DeleteType refused by their rule: -193, the spec's permission row.
     denied: (method) => {
       const live = open.at(-1);
-      const row = E.deniedByRule(method, describeRule(group(live?.cfg.typeGroup ?? TYPE_GROUP)));
-      return { errorCode: row.code, errorText: row.text, ...extraFor(method) };
+      return answer(E.deniedByRule(method, describeRule(group(live?.cfg.typeGroup ?? TYPE_GROUP))));
     },
+    // SubscribeCacheObject always answers `subscribed` (the spec marks it required), failures too.
+    failureFields: (method): Json => (method === "SubscribeCacheObject" ? { subscribed: false } : {}),
   },
 
   create(ctx) {
@@ -205,15 +212,9 @@ export default defineService({
         },
 
         SubscribeCacheObject(req, call) {
-          let o: CacheObject;
-          try {
-            o = cache.resolve("SubscribeCacheObject", req.pathName);
-          } catch (e) {
-            if (e instanceof ServiceError) throw new ServiceError({ ...e.fields, subscribed: false });
-            throw e;
-          }
+          const o = cache.resolve("SubscribeCacheObject", req.pathName);
           // alwaysSubscribes: the spec's state table subscribes unconditionally.
-          const sub = call.subscription ?? raise(E.objectNotLocated("SubscribeCacheObject", req.pathName), { subscribed: false });
+          const sub = call.subscription ?? raise(E.objectNotLocated("SubscribeCacheObject", req.pathName));
           cache.subscribe(o);
           ctx.leases.take(call.caller.name, `hold/${o.id}`, { exclusive: false, boundTo: sub, release: () => unhold(o) });
           ctx.topics.add(objectKey(o), sub);

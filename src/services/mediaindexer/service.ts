@@ -6,7 +6,7 @@
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { opendir, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path";
-import { ok, raise, type Json } from "../../core/errors";
+import { answer, ok, raise, type Json } from "../../core/errors";
 import { defineService, PathRefused, type Subscription, type Caller, type ServiceContext } from "../../core/service";
 import { allowed, group } from "../../core/access";
 import { api } from "./schemas";
@@ -75,21 +75,23 @@ export default defineService({
     description:
       "Media indexer: scans audio, video and image files of local storage, USB mass storage and UPnP servers, keeps their metadata in a database, and tells subscribers about new media and device changes.",
     api,
+    // A value the schema refuses: getMediaDbPermission's serviceName row, the "was not handled" row, else the parsing row naming the value.
+    invalid: {
+      default: (v) =>
+        v.method === "getPluginList" ? undefined
+        : NOT_HANDLED_METHODS.has(v.method) ? E.notHandled(v.method)
+        : v.method === "getMediaDbPermission" ? E.serviceNameMandatory
+        : E.parse(v.path.length ? `${v.path.join(".")}: ${v.message}` : v.message),
+    },
     badRequest: (method, p) => {
       if (method === "getPluginList") return { returnValue: true, pluginList: pluginListOf(live.at(-1)) };
-      if (NOT_HANDLED_METHODS.has(method)) return { errorCode: -1, errorText: E.notHandled(method).text };
-      if (method === "getMediaDbPermission" && p.kind === "schema") return { errorCode: -1, errorText: E.serviceNameMandatory.text };
-      const first = p.message.split("\n")[0]!.replace(/^✖\s*/, "");
-      return { errorCode: -1, errorText: E.parse(p.path?.length ? `${p.path.join(".")}: ${first}` : first).text };
+      return answer(NOT_HANDLED_METHODS.has(method) ? E.notHandled(method) : E.parse(p.message));
     },
     internalError: (method, e) =>
       method === "requestMediaScan"
         ? { errorCode: -1, errorText: E.scanFailed.text }
         : { errorCode: -1, errorText: `${method}: ${(e as Error)?.message ?? String(e)}` },
-    denied: (method) => {
-      const { code, text } = E.denied(method);
-      return { errorCode: code, errorText: text };
-    },
+    denied: (method) => answer(E.denied(method)),
   },
 
   async create(ctx) {

@@ -5,6 +5,8 @@
 import { z } from "zod";
 import { base, method, type Api } from "../../core/service";
 import { group } from "../../core/access";
+import type { InvalidRows } from "../../core/errors";
+import { E } from "./errors";
 
 /** Root or members of this group may call the privileged methods (configurable: accessGroup). */
 export const DEFAULT_GROUP = "devservices-net";
@@ -17,8 +19,17 @@ const PingResponse = Response.extend({
   bytes: z.number().optional().describe("size of the ICMP reply in bytes"),
   ttl: z.number().optional().describe("TTL (IPv4) or hop limit (IPv6) of the reply"),
 });
-/** The message of a missing index (a union's own issue does not say "missing"; service.ts looks for it). */
+/** The message of a missing index. */
 export const INDEX_MISSING = "index is required";
+/** A VLAN field present with the wrong type (or an interface without its name) is that field's row; a missing one is 102. */
+const vlanInvalid: InvalidRows = {
+  fields: Object.fromEntries(
+    Object.entries({
+      index: E.invalidIndex, interface: E.invalidInterface, method: E.invalidMethod,
+      address: E.invalidAddress, netmask: E.invalidNetmask, gateway: E.invalidGateway,
+    }).map(([field, row]) => [field, { missing: E.schema, invalid: row }]),
+  ),
+};
 const vlanRequest = {
   index: z
     .union([z.string(), z.number()], { error: (iss) => (iss.input === undefined ? INDEX_MISSING : "index must be a string or a number") })
@@ -35,6 +46,7 @@ export const api = {
   checkhttp: method({
     summary: "Opens a TCP connection to port 80 of hostUrl (www.<name>.<org|com|net|gov|edu|jp|int|mil>); errors in `errorrText`.",
     request: () => z.looseObject({ hostUrl: z.string() }),
+    invalid: { fields: { hostUrl: { missing: E.schema, invalid: E.invalidHostUrl } } },
     response: () => z.looseObject({ returnValue: z.boolean(), errorCode: z.number().optional(), errorrText: z.string().optional() }),
   }),
   createVlan: method({
@@ -46,12 +58,14 @@ export const api = {
       netmask: z.string().optional().describe("dotted netmask, e.g. 255.255.255.0 (method manual)"),
       gateway: z.string().optional().describe("IPv4 gateway in the address's subnet (method manual)"),
     }),
+    invalid: vlanInvalid,
     response: () => Response,
     access: group(DEFAULT_GROUP),
   }),
   deleteVlan: method({
     summary: "Deletes VLAN index of interface.name (and stops the DHCP client createVlan started on it).",
     request: () => z.looseObject(vlanRequest),
+    invalid: vlanInvalid,
     response: () => Response,
     access: group(DEFAULT_GROUP),
   }),
@@ -74,11 +88,13 @@ export const api = {
   resolvehostname: method({
     summary: "Resolves hostname (www.<name>.<org|com|net|gov|edu|jp|int|mil>) to the IPv4 and IPv6 addresses of the families this host has addresses of; answered in resolvedIpAddress (the spec's table) and resolvedIpAddresses (its sample), the same list.",
     request: () => z.looseObject({ hostname: z.string() }),
+    invalid: { fields: { hostname: { missing: E.schema, invalid: E.invalidHostname } } },
     response: () => Response.extend({ resolvedIpAddress: z.array(z.string()).optional(), resolvedIpAddresses: z.array(z.string()).optional() }),
   }),
   sethostname: method({
     summary: "Sets the system host name (sethostname(2)) and writes it to the hostname file (atomically).",
     request: () => z.looseObject({ hostname: z.string() }),
+    invalid: { fields: { hostname: { missing: E.schema, invalid: E.invalidHostname } } },
     response: () => Response,
     access: group(DEFAULT_GROUP),
   }),

@@ -5,12 +5,12 @@
 // event source, names are resolved and TCP connected by Node's asynchronous APIs,
 // and DHCP clients are started as child processes from an argument array (no shell).
 // Decisions: docs/decisions/nettools.md.
-import { ok, raise, ServiceError, type ErrorRow, type Json } from "../../core/errors";
+import { answer, ok, raise, ServiceError, type ErrorRow, type Json } from "../../core/errors";
 import { group } from "../../core/access";
 import { defineService, type ResponseOf } from "../../core/service";
 import * as nl from "../../ffi/netlink";
 import { EEXIST, ENODEV } from "../../ffi/errno";
-import { api, INDEX_MISSING } from "./schemas";
+import { api } from "./schemas";
 import { E } from "./errors";
 import { loadNettoolsOptions } from "./config";
 import { chooseSetter, followHostname, getHostname, setHostnameViaHostnamed, setSystemHostname, validHostname } from "./hostname";
@@ -22,15 +22,11 @@ type Res<M extends keyof Api> = ResponseOf<Api[M]>;
 
 const HOSTNAME = "hostname";
 const VLAN_METHODS = new Set(["createVlan", "deleteVlan"]);
-/** The VLAN methods' field -> row of a present but mistyped field. */
-const VLAN_FIELD_ROWS: Record<string, ErrorRow> = {
-  index: E.invalidIndex, interface: E.invalidInterface, method: E.invalidMethod,
-  address: E.invalidAddress, netmask: E.invalidNetmask, gateway: E.invalidGateway,
-};
 
-const answer = (row: ErrorRow): Json => (row.code === null ? { errorText: row.text } : { errorCode: row.code, errorText: row.text });
 /** checkhttp's error field is spelled `errorrText` (spec). */
-const httpAnswer = (row: ErrorRow): Json => (row.code === null ? { errorrText: row.text } : { errorCode: row.code, errorrText: row.text });
+const httpAnswer = (row: ErrorRow): Json => answer(row, { textField: "errorrText" });
+/** A row as the method writes it. */
+const answerFor = (method: string, row: ErrorRow): Json => (method === "checkhttp" ? httpAnswer(row) : answer(row));
 
 /** A refused caller: the method's own failure row (sethostname's is what EPERM from the kernel gives), with the reason. */
 function deniedAnswer(method: string): Json {
@@ -46,20 +42,11 @@ export default defineService({
     description:
       "Network tools: ARP resolution, HTTP reachability, VLAN create/delete, host name get/set (with change subscriptions), IPv4 and IPv6 ping and DNS resolution, on the host's network stack.",
     api,
-    badRequest: (method, p) => {
-      const field = String(p.path?.[0] ?? "");
-      const missing = (p.missing !== undefined && p.path?.length === 1) || (field === "index" && p.message.includes(INDEX_MISSING));
-      if (VLAN_METHODS.has(method)) {
-        // A field present with the wrong type (or an interface without its name) is that field's row; a missing one is 102.
-        if (p.kind === "schema" && !missing && VLAN_FIELD_ROWS[field]) return answer(VLAN_FIELD_ROWS[field]);
-        return answer(E.schema);
-      }
-      if (p.kind === "schema" && !missing) {
-        if (method === "checkhttp" && field === "hostUrl") return httpAnswer(E.invalidHostUrl);
-        if (method === "resolvehostname" && field === "hostname") return answer(E.invalidHostname);
-      }
-      return method === "checkhttp" ? httpAnswer(E.schema) : answer(E.schema);
-    },
+    // A field with a row of its own (schemas.ts: VLAN fields, checkhttp's hostUrl,
+    // resolvehostname's hostname) gets it when present; anything else is the schema row.
+    invalid: { default: E.schema },
+    answer: answerFor,
+    badRequest: (method) => answerFor(method, E.schema),
     internalError: (method) => {
       if (method === "checkhttp") return httpAnswer(E.httpError);
       if (method === "sethostname") return answer(E.sethostnameFailed);

@@ -9,7 +9,7 @@
 // Nothing here waits: edges and UART input come from the event source, I2C and SPI
 // transfers run on the transfer thread (backend/offload.ts).
 // Error table: errors.ts; choices where the spec is silent: docs/decisions/peripheralmanager.md.
-import { ok, raise, type ErrorRow, type Json } from "../../core/errors";
+import { answer, ok, raise, type ErrorRow, type Json } from "../../core/errors";
 import { group, type AccessRule } from "../../core/access";
 import { defineService, FdReply, type Call, type ResponseOf } from "../../core/service";
 import type { Lease, ReleaseReason } from "../../core/leases";
@@ -26,7 +26,6 @@ import type { GpioLine, I2cDevice, Level, SpiDevice } from "./backend/types";
 type Api = typeof api;
 type Res<M extends keyof Api> = ResponseOf<Api[M]>;
 
-const answer = (row: ErrorRow): Json => ({ errorCode: row.code, errorText: row.text });
 
 /** What each open resource keeps with its lease. */
 interface PinHeld { line: GpioLine; poll: PollFd; level: Level }

@@ -5,7 +5,7 @@
 // docs/decisions.md "Test automation"; who may send into applications (root and
 // devservices-test, schemas.ts access rules): docs/decisions/testautomation.md.
 import { z } from "zod";
-import { raise, ok, ServiceError, type ErrorRow, type Json } from "../../core/errors";
+import { answer, raise, ok, ServiceError, type ErrorRow, type Json } from "../../core/errors";
 import { IdSource } from "../../core/ids";
 import { defineService, type ResponseOf } from "../../core/service";
 import { loadConfig } from "../../core/config";
@@ -49,7 +49,6 @@ type Res<M extends keyof Api> = ResponseOf<Api[M]>;
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v);
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
-const answer = (row: ErrorRow) => ({ errorCode: row.code!, errorText: row.text });
 
 /** The row of a request that fails its schema (a present field of the wrong type is not "missing"). */
 function schemaRow(p: { missing?: string; path?: (string | number)[] }): ErrorRow {

@@ -8,7 +8,7 @@
 // one with two planes on the virtual board. A registered context belongs to the uid
 // that registered it and lives until unregistered (a lease of uidOwner): only that
 // uid or root may use, change or remove it. Decisions: docs/decisions/videooutput.md.
-import { ServiceError, type ErrorRow, type Json } from "../../core/errors";
+import { answersIn, ServiceError } from "../../core/errors";
 import { group } from "../../core/access";
 import { defineService, type Caller } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
@@ -25,10 +25,7 @@ const STATUS = "status";
 const contextKey = (context: string) => `context/${context}`;
 
 /** A failure response: errorCode and errorMessage (the spec's fields for this service). */
-const answer = (row: ErrorRow, message = row.text): Json => ({ errorCode: row.code, errorMessage: message });
-const refuse = (row: ErrorRow, message?: string): never => {
-  throw new ServiceError(answer(row, message));
-};
+const { answer, refuse } = answersIn("errorMessage");
 
 interface Sink {
   cfg: SinkConfigT;
@@ -62,10 +59,11 @@ export default defineService({
     description:
       "Video output (retired since API level 23): connects a video source to a sink (a display plane), sets its source crop, output window and compositing, and reports every sink's status. For the media framework only.",
     api,
-    badRequest: (_method, p) =>
-      // A value outside the spec's limits is an invalid parameter, said in a sentence
-      // naming the field; anything else the schema refuses is a schema error.
-      p.kind === "schema" && /Too (big|small)/.test(p.message) ? answer(E.invalidParams, `${E.invalidParams.text}: ${limitText(p.path ?? [])}`) : answer(E.schema),
+    // A value outside the spec's limits is an invalid parameter, said in a sentence
+    // naming the field; anything else the schema refuses is a schema error.
+    invalid: { default: { range: (v) => ({ ...E.invalidParams, text: `${E.invalidParams.text}: ${limitText(v.path)}` }), invalid: E.schema } },
+    answer: (_method, row) => answer(row),
+    badRequest: () => answer(E.schema),
     internalError: () => answer(E.unknown),
     denied: (method) => answer(E.unknown, `Permission denied: ${method} is for the media framework (root and the service's access group)`),
   },
