@@ -177,6 +177,7 @@ export class LeaseRegistry {
 
 /** What a service sees: the registry with its own key space. */
 export interface Leases {
+  /** Takes a lease and returns it (never undefined); throws LeaseConflict when another holder excludes it. */
   take<D = undefined>(owner: string, key: string, opts?: LeaseOptions<D>): Lease<D>;
   holders<D = unknown>(key: string): Lease<D>[];
   heldBy<D = unknown>(owner: string, key: string): Lease<D> | undefined;

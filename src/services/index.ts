@@ -1,4 +1,5 @@
-// Every service the binary can host, by short name. Order is the start order.
+// Every service the binary can host, by short name. The order is that of describe,
+// --help and the policy files; the runtime starts a board's services side by side.
 import type { ServiceModule } from "../core/service";
 import testautomation from "./testautomation/service";
 import intent from "./intent/service";
