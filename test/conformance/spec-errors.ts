@@ -18,7 +18,9 @@
 //              service's error table has the code with the spec's text);
 //   elsewhere  a condition this host cannot offer without changing the shared host
 //              (its network, its links), caused by the named test in a namespace of
-//              its own; the sweep checks the error table as for hardware;
+//              its own, or a caller of another uid, which the sweep's clients are
+//              not, caused by the named test through setpriv; the sweep checks the
+//              error table as for hardware;
 //   deviation  the service does not answer the spec's code: what it does instead.
 import type { Json } from "../../src/core/errors";
 
@@ -1034,11 +1036,30 @@ export const SPEC: Record<string, Record<string, Row>> = {
       after: async (t) => {
         await t.call("videooutput", "disconnect", { sink: "SUB0" });
       },
+      // The spec lists these codes without meanings; the service's (docs/decisions/videooutput.md):
+      // -1 request not valid, 52 unknown sink, 53 sink connected, 54 context not registered, 65 a value beyond its range, 67 permission.
       errors: [
-        ...[-1, 52, 53, 54, 65, 67].map((code): Code => ({
-          code,
-          deviation: `videooutput connect: the spec lists ${code} (its meaning: not shown); the service's table has no ${code}: it answers 3 (schema), 4 (invalid parameters), 5 (invalid status), 20 (HAL error) or 1 (unknown)`,
-        })),
+        { code: -1, text: "Could not validate json message against schema", cause: (t) => t.call("videooutput", "connect", BAD_JSON) },
+        { code: 52, text: "Unknown sink", cause: (t) => t.call("videooutput", "connect", { source: "VDEC", sink: "NOSUCHSINK" }) },
+        {
+          code: 53,
+          text: "Sink already connected",
+          cause: async (t) => {
+            await t.call("videooutput", "connect", { source: "VDEC", sink: "SUB0" });
+            const r = await t.call("videooutput", "connect", { source: "VDEC", sink: "SUB0" });
+            // A connection without a context stays until disconnect.
+            await t.call("videooutput", "disconnect", { sink: "SUB0" });
+            return r;
+          },
+        },
+        { code: 54, text: "Context not registered", cause: (t) => t.call("videooutput", "connect", { source: "VDEC", sink: "SUB0", context: t.unique("unregistered") }) },
+        { code: 65, text: "Invalid parameters", cause: (t) => t.call("videooutput", "connect", { source: "VDEC", sink: "SUB0", sourcePort: 300 }) },
+        {
+          code: 67,
+          text: "Permission denied",
+          elsewhere:
+            "a caller of another uid (outside the access group, or using a context another uid registered): the sweep's clients are all of the test's uid; test/videooutput/access.test.ts and contexts.test.ts call connect as uid 65534 through setpriv",
+        },
         { code: 20, hardware: "the display driver refusing the plane (a DRM ioctl failing): the virtual board's display accepts every plane setting" },
       ],
     },

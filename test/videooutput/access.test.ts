@@ -37,15 +37,20 @@ describe.skipIf(skip !== null)("access: root and the media framework's group", (
     return callAsUser({ app, bus: v.env.bus.address, cwd: dir, uid, groups }, `com.vendor.service.videooutput/${method}`, payload);
   }
 
+  const refused = (m: string, errorCode = 1) => ({
+    returnValue: false, errorCode, errorMessage: `Permission denied: ${m} is for the media framework (root and the service's access group)`,
+  });
+
   test("another uid is refused every method, reading ones included; nothing changes", async () => {
-    const refused = (m: string) => ({
-      returnValue: false, errorCode: 1, errorMessage: `Permission denied: ${m} is for the media framework (root and the service's access group)`,
-    });
-    for (const [m, p] of [
-      ["getStatus", {}], ["display/getOutputCapabilities", {}], ["connect", { source: "VDEC", sink: "MAIN" }], ["register", { context: "X" }],
-    ] as const) {
+    for (const [m, p] of [["getStatus", {}], ["display/getOutputCapabilities", {}], ["register", { context: "X" }]] as const) {
       expect(await callAs(65534, [], m, p)).toEqual(refused(m));
     }
+    expect(await callAs(65534, [], "connect", { source: "VDEC", sink: "MAIN" })).toMatchObject({ returnValue: false });
+    expect((await v.status()).MAIN!.connected).toBe(false);
+  }, 30000);
+
+  test("connect refused to another uid answers the spec's code for connect, 67", async () => {
+    expect(await callAs(65534, [], "connect", { source: "VDEC", sink: "MAIN" })).toEqual(refused("connect", 67));
     expect((await v.status()).MAIN!.connected).toBe(false);
   }, 30000);
 

@@ -64,16 +64,59 @@ describe("connect and disconnect", () => {
     expect(await v.status()).toMatchObject({ MAIN: { connected: false, connectedSource: null, width: 0, height: 0 } });
   });
 
-  test("5 on a connected sink, 4 for an unknown sink, 100 disconnecting a sink not connected, 3 without source or sink", async () => {
+  test("connect: 53 on a connected sink, 52 for an unknown sink, -1 without source or sink, 65 beyond a limit; disconnect: 100 on a sink not connected, 4 unknown, 3 without sink", async () => {
     expect(await v.call("connect", { source: "VDEC", sink: "SUB0" })).toEqual({ returnValue: true, planeID: 32 });
-    expect(await v.call("connect", { source: "VDEC", sink: "SUB0" })).toEqual({ returnValue: false, errorCode: 5, errorMessage: "Invalid status: SUB0 is already connected" });
-    expect(await v.call("connect", { source: "VDEC", sink: "SUB9" })).toEqual({ returnValue: false, errorCode: 4, errorMessage: "Invalid parameters: no sink SUB9 (sinks: MAIN, SUB0)" });
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB0" })).toEqual({ returnValue: false, errorCode: 53, errorMessage: "Sink already connected: SUB0" });
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB9" })).toEqual({ returnValue: false, errorCode: 52, errorMessage: "Unknown sink: SUB9 (sinks: MAIN, SUB0)" });
     expect(await v.call("disconnect", { sink: "MAIN" })).toEqual({ returnValue: false, errorCode: 100, errorMessage: "Video not connected: MAIN" });
     expect(await v.call("disconnect", { sink: "SUB9" })).toMatchObject(row(4));
-    expect(await v.call("connect", { sink: "MAIN" })).toMatchObject(row(3));
-    expect(await v.call("connect", { source: "VDEC" })).toMatchObject(row(3));
-    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", sourcePort: 300 })).toMatchObject(row(4));
+    expect(await v.call("connect", { sink: "MAIN" })).toMatchObject(row(-1));
+    expect(await v.call("connect", { source: "VDEC" })).toMatchObject(row(-1));
+    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", sourcePort: 300 })).toMatchObject(row(65));
     expect(await v.call("disconnect", {})).toMatchObject(row(3));
+  });
+});
+
+// The spec lists connect's codes (-1, 20, 52, 53, 54, 65, 67) without their meanings;
+// the service gives each condition connect detects one of them
+// (docs/decisions/videooutput.md). 20 (the driver refused) is test/hw/videooutput.test.ts;
+// 67 for another uid is test/videooutput/access.test.ts and contexts.test.ts.
+describe("connect answers the spec's codes for connect", () => {
+  const failure = (errorCode: number, errorMessage: string) => ({ returnValue: false, errorCode, errorMessage });
+  test("-1: not JSON, not an object, a required field missing or of the wrong type", async () => {
+    const schema = failure(-1, "Could not validate json message against schema");
+    expect(await v.call("connect", "{not json")).toEqual(schema);
+    expect(await v.call("connect", "[1]")).toEqual(schema);
+    expect(await v.call("connect", { sink: "MAIN" })).toEqual(schema);
+    expect(await v.call("connect", { source: "VDEC" })).toEqual(schema);
+    expect(await v.call("connect", { source: "VDEC", sink: 7 })).toEqual(schema);
+    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", context: 3 })).toEqual(schema);
+  });
+  test("52: a sink this board does not have", async () => {
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB9" })).toEqual(failure(52, "Unknown sink: SUB9 (sinks: MAIN, SUB0)"));
+  });
+  test("53: a sink already connected (without contexts, or under the same one)", async () => {
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB0" })).toEqual({ returnValue: true, planeID: 32 });
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB0" })).toEqual(failure(53, "Sink already connected: SUB0"));
+    expect(await v.call("disconnect", { sink: "SUB0" })).toEqual(OK);
+    expect(await v.call("register", { context: "A" })).toEqual(OK);
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB0", context: "A" })).toEqual({ returnValue: true, planeID: 32 });
+    expect(await v.call("connect", { source: "VDEC", sink: "SUB0", context: "A" })).toEqual(failure(53, "Sink already connected: SUB0 (context A)"));
+  });
+  test("54: a context nobody registered", async () => {
+    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", context: "B" })).toEqual(failure(54, "Context not registered: B"));
+    expect((await v.status()).MAIN!.connected).toBe(false);
+  });
+  test("65: a value beyond its range, said in a sentence naming the field", async () => {
+    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", sourcePort: 300 })).toEqual(failure(65, "Invalid parameters: sourcePort must be -128 to 127 (int8)"));
+    expect(await v.call("connect", { source: "VDEC", sink: "" })).toEqual(failure(65, "Invalid parameters: sink must not be empty"));
+    expect(await v.call("connect", { source: "", sink: "MAIN" })).toEqual(failure(65, "Invalid parameters: source must not be empty"));
+    expect((await v.status()).MAIN!.connected).toBe(false);
+  });
+  test("the other methods keep their codes", async () => {
+    expect(await v.call("disconnect", { sink: "SUB9" })).toMatchObject(row(4));
+    expect(await v.call("disconnect", {})).toMatchObject(row(3));
+    expect(await v.call("setVideoData", { sink: "MAIN", width: 16, height: 16, frameRate: 1, context: "B" })).toMatchObject(row(100));
   });
 });
 
@@ -217,10 +260,10 @@ describe("setCompositing", () => {
 });
 
 describe("contexts (signage rules)", () => {
-  test("register and unregister; 5 registering twice, unregistering or connecting a context not registered", async () => {
+  test("register and unregister; 5 registering twice or unregistering a context not registered; connect naming one: 54", async () => {
     expect(await v.call("register", { context: "A" })).toEqual(OK);
     expect(await v.call("register", { context: "A" })).toEqual({ returnValue: false, errorCode: 5, errorMessage: "Invalid status: context A is already registered" });
-    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", context: "B" })).toEqual({ returnValue: false, errorCode: 5, errorMessage: "Invalid status: context B is not registered" });
+    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", context: "B" })).toEqual({ returnValue: false, errorCode: 54, errorMessage: "Context not registered: B" });
     expect(await v.call("unregister", { context: "A" })).toEqual(OK);
     expect(await v.call("unregister", { context: "A" })).toEqual({ returnValue: false, errorCode: 5, errorMessage: "Invalid status: context A is not registered" });
     expect(await v.call("register", {})).toMatchObject(row(3));
@@ -235,7 +278,7 @@ describe("contexts (signage rules)", () => {
     // Another context's name on A's sink: 5.
     expect(await v.call("disconnect", { sink: "MAIN", context: "B" })).toMatchObject(row(5));
     expect(await v.call("setVideoData", { sink: "MAIN", context: "B", width: 10, height: 10, frameRate: 1 })).toMatchObject(row(5));
-    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", context: "A" })).toMatchObject(row(5));
+    expect(await v.call("connect", { source: "VDEC", sink: "MAIN", context: "A" })).toMatchObject(row(53));
     expect(await v.call("connect", { source: "VDEC", sink: "SUB0", context: "B" })).toEqual({ returnValue: true, planeID: 32 });
     expect(await v.status()).toMatchObject({ MAIN: { connected: false }, SUB0: { connected: true, context: "B" } });
     // B takes MAIN too, then A takes MAIN back: B's sinks go.

@@ -70,7 +70,7 @@ describe.skipIf(skip !== null)("the luna-send flow: every call a one-shot proces
 
     expect(await as("unregister", { context: "luna-1" })).toEqual(OK);
     expect((await status()).MAIN).toMatchObject({ connected: false, width: 0, displayOutput: ZERO, fullScreen: false });
-    expect(await as("connect", { source: "VDEC", sink: "MAIN", context: "luna-1" })).toEqual({ returnValue: false, errorCode: 5, errorMessage: "Invalid status: context luna-1 is not registered" });
+    expect(await as("connect", { source: "VDEC", sink: "MAIN", context: "luna-1" })).toEqual({ returnValue: false, errorCode: 54, errorMessage: "Context not registered: luna-1" });
     await eventually(() => sub.messages.length === 7, 10000);
     expect(mainOf(sub.messages[6])).toMatchObject({ connected: false });
     // The sink connected without a context stays until disconnect.

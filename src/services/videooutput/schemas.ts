@@ -1,8 +1,8 @@
 // Video output API (spec part 1, com.vendor.service.videooutput, levels 11, 13, 23;
 // retired since 23). Field names are the spec's; limits (opacity 0..255, zOrder 0..3,
 // VideoSize 0..3840 x 0..2160, the declared int8/int32/uint32 ranges) are in the
-// schemas and answered with code 4 (invalid parameters) and a sentence naming the
-// field (limitText) rather than 3 (schema) by the service's badRequest.
+// schemas and answered with code 4 (invalid parameters; connect: 65) and a sentence
+// naming the field (limitText) rather than 3 (schema; connect: -1) by the service.
 import { z } from "zod";
 import { method, type Api } from "../../core/service";
 import { group } from "../../core/access";

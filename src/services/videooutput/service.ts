@@ -14,7 +14,7 @@ import { defineService, type Caller } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
 import { Throttle } from "../../core/log";
 import { api, LIMITS, limitText, type Rect, type Size, type VideoT } from "./schemas";
-import { E } from "./errors";
+import { CONNECT, E } from "./errors";
 import { loadVideoOutputOptions, type SinkConfigT } from "./config";
 import { HalError, type VideoBackend, type Window } from "./backend/types";
 import { VirtualDisplay } from "./backend/virtual";
@@ -26,6 +26,15 @@ const contextKey = (context: string) => `context/${context}`;
 
 /** A failure response: errorCode and errorMessage (the spec's fields for this service). */
 const { answer, refuse } = answersIn("errorMessage");
+
+/**
+ * The rows a method's requests are refused with before its handler: connect answers
+ * the spec's codes for connect (CONNECT), the other methods the original set.
+ */
+const rowsFor = (method: string) =>
+  method === "connect"
+    ? { schema: CONNECT.schema, range: CONNECT.invalidValue, unknown: CONNECT.unknown, denied: CONNECT.permission }
+    : { schema: E.schema, range: E.invalidParams, unknown: E.unknown, denied: E.unknown };
 
 interface Sink {
   cfg: SinkConfigT;
@@ -61,11 +70,16 @@ export default defineService({
     api,
     // A value outside the spec's limits is an invalid parameter, said in a sentence
     // naming the field; anything else the schema refuses is a schema error.
-    invalid: { default: { range: (v) => ({ ...E.invalidParams, text: `${E.invalidParams.text}: ${limitText(v.path)}` }), invalid: E.schema } },
+    invalid: {
+      default: {
+        range: (v) => ({ ...rowsFor(v.method).range, text: `${rowsFor(v.method).range.text}: ${limitText(v.path)}` }),
+        invalid: (v) => rowsFor(v.method).schema,
+      },
+    },
     answer: (_method, row) => answer(row),
-    badRequest: () => answer(E.schema),
-    internalError: () => answer(E.unknown),
-    denied: (method) => answer(E.unknown, `Permission denied: ${method} is for the media framework (root and the service's access group)`),
+    badRequest: (method) => answer(rowsFor(method).schema),
+    internalError: (method) => answer(rowsFor(method).unknown),
+    denied: (method) => answer(rowsFor(method).denied, `Permission denied: ${method} is for the media framework (root and the service's access group)`),
   },
 
   create(ctx) {
@@ -132,16 +146,21 @@ export default defineService({
     };
     /**
      * A registered context the caller may use: its uid's, or any for root (the lease
-     * registry decides). 5 when not registered, 1 (Permission denied) when another uid's.
+     * registry decides). 5 when not registered, 1 (Permission denied) when another uid's;
+     * for connect, 54 and 67.
      */
-    const usable = (caller: Caller, context: string): Lease => {
+    const usable = (caller: Caller, context: string, method?: "connect"): Lease => {
       const l = ctx.leases.forActor(caller, contextKey(context));
-      if (l === "free") return refuse(E.invalidStatus, `Invalid status: context ${context} is not registered`);
+      if (l === "free") {
+        return method === "connect"
+          ? refuse(CONNECT.contextNotRegistered, `${CONNECT.contextNotRegistered.text}: ${context}`)
+          : refuse(E.invalidStatus, `Invalid status: context ${context} is not registered`);
+      }
       if (l === "others") {
         refusals.log(`${caller.uid} context`, (repeated) =>
           ctx.log.warn({ context, caller: caller.name, uid: caller.uid, ...(repeated ? { repeated } : {}) }, "context of another uid refused"),
         );
-        return refuse(E.unknown, `Permission denied: context ${context} belongs to another user`);
+        return refuse(method === "connect" ? CONNECT.permission : E.unknown, `Permission denied: context ${context} belongs to another user`);
       }
       return l;
     };
@@ -227,11 +246,12 @@ export default defineService({
       access: Object.fromEntries(Object.keys(api).map((m) => [m, group(o.accessGroup)])),
 
       handlers: {
+        // connect's failures are the spec's codes for connect (CONNECT; 20 the driver's refusal).
         connect: (req, call) => serial(async () => {
-          const s = sinkOf(req.sink);
-          if (req.context !== undefined) usable(call.caller, req.context);
+          const s = sinks.get(req.sink) ?? refuse(CONNECT.unknownSink, `${CONNECT.unknownSink.text}: ${req.sink} (sinks: ${[...sinks.keys()].join(", ")})`);
+          if (req.context !== undefined) usable(call.caller, req.context, "connect");
           if (s.connected && (req.context === undefined || s.context === undefined || s.context === req.context)) {
-            refuse(E.invalidStatus, `Invalid status: ${req.sink} is already connected${s.context ? ` (context ${s.context})` : ""}`);
+            refuse(CONNECT.sinkConnected, `${CONNECT.sinkConnected.text}: ${req.sink}${s.context ? ` (context ${s.context})` : ""}`);
           }
           // Signage: one context connected at a time; connecting B disconnects A.
           if (req.context !== undefined) {
