@@ -35,11 +35,27 @@ export interface RawCall {
   body?: unknown[];
 }
 
+interface PushHandler {
+  path: string;
+  /** The unique name that answered the subscribing call (known once its reply is). */
+  service?: string;
+  /** Signals of the serial received before the reply. */
+  early?: Message[];
+  onMessage: (m: Json) => void;
+  onEnd: () => void;
+}
+
 const nameOwnerRule = (name: string) =>
   `type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='${name}'`;
 
 export class BusClient implements Peers {
-  private pushHandlers = new Map<number, { path: string; onMessage: (m: Json) => void; onEnd: () => void }>();
+  /**
+   * Open subscriptions by call serial. `service` is the unique name that answered the
+   * call: only its Push and Ended signals count (any peer can send a unicast signal).
+   * Until the reply is known, `early` holds the signals of that serial that came first
+   * (a Push can arrive right behind the reply, before the caller's await resumes).
+   */
+  private pushHandlers = new Map<number, PushHandler>();
   private peerWatchers = new Map<string, Set<() => void>>();
 
   /** Resolves when the connection has ended (closed here, or the bus went away). */
@@ -57,12 +73,19 @@ export class BusClient implements Peers {
       if (msg.interface === SUBSCRIPTION_INTERFACE) {
         const h = this.pushHandlers.get(msg.body[0]);
         if (!h || h.path !== msg.path) return;
-        if (msg.member === "Push") h.onMessage(parseJson(msg.body[1]));
-        else if (msg.member === "Ended") h.onEnd();
+        if (h.early) h.early.push(msg);
+        else BusClient.take(h, msg);
       } else if (msg.sender === "org.freedesktop.DBus" && msg.member === "NameOwnerChanged" && msg.body[2] === "") {
         for (const fn of [...(this.peerWatchers.get(msg.body[0]) ?? [])]) fn();
       }
     });
+  }
+
+  /** A subscription signal, taken when the service's connection sent it. */
+  private static take(h: PushHandler, msg: Message) {
+    if (msg.sender === undefined || msg.sender !== h.service) return;
+    if (msg.member === "Push" && msg.signature === "us") h.onMessage(parseJson(msg.body[1]));
+    else if (msg.member === "Ended") h.onEnd();
   }
 
   /**
@@ -139,8 +162,9 @@ export class BusClient implements Peers {
     let endResolve!: () => void;
     const ended = new Promise<void>((r) => (endResolve = r));
     let unwatch: (() => void) | undefined;
-    const handler = {
+    const handler: PushHandler = {
       path,
+      early: [],
       onMessage,
       onEnd: () => {
         if (!this.pushHandlers.has(serial)) return;
@@ -158,8 +182,13 @@ export class BusClient implements Peers {
       throw e;
     }
     const first = parseJson(reply.body[0]);
-    if (first.subscribed !== true) handler.onEnd();
-    else if (reply.sender) {
+    // The service is the connection that answered: signals of this serial from any other are dropped.
+    handler.service = reply.sender;
+    const early = handler.early ?? [];
+    handler.early = undefined;
+    if (first.subscribed !== true || !reply.sender) handler.onEnd();
+    else {
+      for (const m of early) BusClient.take(handler, m);
       // The service leaving the bus ends the subscription (one match rule per peer).
       const stop = await this.watchPeer(reply.sender, handler.onEnd).catch(() => undefined);
       if (this.pushHandlers.has(serial)) unwatch = stop;
