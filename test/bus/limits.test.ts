@@ -53,7 +53,7 @@ test("a reply echoing a noncharacter is readable by busctl (sd-bus)", async () =
   // JSON escapes in the request (sd-bus will not send the characters themselves); the
   // service decodes them and echoes the characters, which must come back escaped.
   const out = await Bun.$`busctl --address=${bus.address} call com.vendor.service.testautomation /com/vendor/service/testautomation com.vendor.service.testautomation ping s ${'{"Message":"\\ufffe\\uffff"}'}`.text();
-  expect(out.trim()).toBe('s "{\\"Message\\":\\"\\\\ufffe\\\\uffff\\"}"');
+  expect(out.trim()).toBe('s "{\\"returnValue\\":true,\\"Message\\":\\"\\\\ufffe\\\\uffff\\"}"');
 });
 
 test("over the size or depth limit: the method's schema error, and a log line", async () => {
@@ -63,7 +63,7 @@ test("over the size or depth limit: the method's schema error, and a log line", 
   expect(await client.call("testautomation", "ping", deep)).toMatchObject({ returnValue: false, errorCode: 4 });
   expect(await client.call("power2", "getState", deep)).toMatchObject({ returnValue: false });
   // Just under the limits is served.
-  expect(await client.call("testautomation", "ping", { Message: "y".repeat(1000) })).toEqual({ Message: "y".repeat(1000) });
+  expect(await client.call("testautomation", "ping", { Message: "y".repeat(1000) })).toEqual({ returnValue: true, Message: "y".repeat(1000) });
 });
 
 test("four callers of 30 MB requests: answered, and the service does not hold them", async () => {

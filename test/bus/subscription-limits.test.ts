@@ -58,7 +58,7 @@ test("the payload limits come from the recipe too: size and depth, checked befor
   try {
     await e.start(["testautomation"], { ...loadBoard("virtual"), limits: { payloadBytes: 2048, payloadDepth: 4 } });
     const c = await e.client();
-    expect(await c.call("testautomation", "ping", { Message: "x".repeat(1500) })).toEqual({ Message: "x".repeat(1500) });
+    expect(await c.call("testautomation", "ping", { Message: "x".repeat(1500) })).toEqual({ returnValue: true, Message: "x".repeat(1500) });
     expect(await c.call("testautomation", "ping", { Message: "x".repeat(3000) })).toMatchObject({ returnValue: false, errorCode: 4 });
     expect(await c.call("testautomation", "ping", { Message: "d", extra: [[[["deep"]]]] })).toMatchObject({ returnValue: false, errorCode: 4 });
     expect(await c.call("testautomation", "ping", { Message: "ok", extra: [[["a"]]] })).toMatchObject({ Message: "ok" });

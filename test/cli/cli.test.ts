@@ -30,7 +30,7 @@ afterAll(async () => {
 test("call prints exactly one JSON line on stdout", async () => {
   const r = await run("call", "luna://com.vendor.service.testautomation/ping", '{"Message":"hi"}');
   expect(r.code).toBe(0);
-  expect(r.stdout).toBe('{"Message":"hi"}\n');
+  expect(r.stdout).toBe('{"returnValue":true,"Message":"hi"}\n');
 });
 
 test("call -f pretty-prints", async () => {
@@ -147,7 +147,7 @@ test("demo starts a private bus with the board's services and prints how to reac
   }
   const address = text.match(/DEVSERVICES_BUS='([^']+)'/)![1]!;
   const c = spawn([BINARY, "call", "--bus", address, "com.vendor.service.testautomation/ping", '{"Message":"demo"}'], { stdout: "pipe" });
-  expect(await new Response(c.stdout).text()).toBe('{"Message":"demo"}\n');
+  expect(await new Response(c.stdout).text()).toBe('{"returnValue":true,"Message":"demo"}\n');
   // The demo's handler application answers a view intent.
   const i = spawn([BINARY, "call", "--bus", address, "-n", "2", "-w", "10000", "com.vendor.service.intent/start", '{"intent":{"action":"view","uri":"https://example.com"},"subscribe":true}'], { stdout: "pipe" });
   const lines = (await new Response(i.stdout).text()).trim().split("\n").map((l) => JSON.parse(l));
@@ -170,7 +170,7 @@ test("the binary runs without the source tree (it carries the event source's pol
   const r = await Bun.$`unshare -rm sh -c ${`mount -t tmpfs none "$1" && exec "$2" call -w 3000 --bus "$3" com.vendor.service.testautomation/ping '{"Message":"alone"}'`} sh ${src} ${BINARY} ${env.bus.address}`
     .nothrow()
     .quiet();
-  expect(r.stdout.toString()).toBe('{"Message":"alone"}\n');
+  expect(r.stdout.toString()).toBe('{"returnValue":true,"Message":"alone"}\n');
 });
 
 test("call gives up on a bus that never answers (-w bounds the connection too)", async () => {

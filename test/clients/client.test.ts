@@ -92,7 +92,7 @@ test("a subscription is an async iterator: the first response, then the service'
       await other.setState({ state: "GarageModeState", reason: 1 });
     } else break;
   }
-  expect(seen).toEqual([{ returnValue: true, state: "ActiveState", subscribed: true }, { state: "GarageModeState" }]);
+  expect(seen).toEqual([{ returnValue: true, state: "ActiveState", subscribed: true }, { returnValue: true, state: "GarageModeState" }]);
   // The service saw the Cancel (this connection is still open).
   expect(serverStats().subscriptions).toBe(0);
   await other.setState({ state: "ActiveState", reason: 1 });

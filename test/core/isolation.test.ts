@@ -51,7 +51,7 @@ test.skipIf(!!skip)("file cache and media indexer fail alone; power, test automa
     expect(ready.fields.STATUS).toMatch(new RegExp(`mediaindexer \\((ENOTDIR|EEXIST) on ${join(dir, "state", "mediaindexer")}`));
     const client = await BusClient.connect(bus.address);
     expect(await client.call("power2", "getState", {})).toMatchObject({ returnValue: true });
-    expect(await client.call("testautomation", "ping", { Message: "up" })).toEqual({ Message: "up" });
+    expect(await client.call("testautomation", "ping", { Message: "up" })).toEqual({ returnValue: true, Message: "up" });
     // A name that could not start is not owned: a call to it fails at the daemon.
     await expect(client.call("filecache", "GetCacheStatus", {})).rejects.toThrow(/ServiceUnknown|not provided|was not provided/);
     client.close();

@@ -134,10 +134,10 @@ export function exampleSuite(language: string, ready: () => Promise<Example | st
     let r = await run(ex!.argv("call", [POWER, "getState", '{"subscribe":false}']), addr());
     expect(r.code).toBe(0);
     expect(json(r.lines[0], "response")).toEqual({ returnValue: true, state: "ActiveState", subscribed: false });
-    // A success may carry no returnValue (ping answers {Message}); escapes and UTF-8 pass through.
+    // Escapes and UTF-8 pass through.
     r = await run(ex!.argv("call", [TA, "ping", JSON.stringify({ Message: 'say "hi" ü' })]), addr());
     expect(r.code).toBe(0);
-    expect(json(r.lines[0], "response")).toEqual({ Message: 'say "hi" ü' });
+    expect(json(r.lines[0], "response")).toEqual({ returnValue: true, Message: 'say "hi" ü' });
     expect(r.lines.length).toBe(1);
     r = await run(ex!.argv("call", ["com.vendor.service.peripheralmanager", "i2c/list", '{"verbose":true}']), addr());
     expect(r.code).toBe(0);
@@ -165,7 +165,7 @@ export function exampleSuite(language: string, ready: () => Promise<Example | st
     for (const reason of ["r1", "r2", "r3"]) expect(await s.client.call(POWER, "setPowerOnReason", { reason })).toEqual({ returnValue: true });
     const r = await p.finish();
     expect(r.code).toBe(0);
-    expect(r.lines.filter((l) => l.startsWith("push ")).map((l) => json(l, "push"))).toEqual([{ reason: "r1" }, { reason: "r2" }, { reason: "r3" }]);
+    expect(r.lines.filter((l) => l.startsWith("push ")).map((l) => json(l, "push"))).toEqual([{ returnValue: true, reason: "r1" }, { returnValue: true, reason: "r2" }, { returnValue: true, reason: "r3" }]);
     expect(r.lines.at(-1)).toBe("cancelled true");
   });
 
@@ -182,7 +182,7 @@ export function exampleSuite(language: string, ready: () => Promise<Example | st
     // Sent after the forged signals on the same connection: the daemon delivers those first.
     expect(await s.client.call(POWER, "setPowerOnReason", { reason: "real" })).toEqual({ returnValue: true });
     const r = await p.finish();
-    expect(r.lines.slice(1)).toEqual(['push {"reason":"real"}', "cancelled true"]);
+    expect(r.lines.slice(1)).toEqual(['push {"returnValue":true,"reason":"real"}', "cancelled true"]);
     expect(r.code).toBe(0);
   });
 

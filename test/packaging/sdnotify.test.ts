@@ -42,7 +42,7 @@ describe("serve and a NOTIFY_SOCKET", () => {
       expect(ready.pid).toBe(p.pid); // NotifyAccess=main: the main process itself tells
       // Both names were on the bus when READY=1 was sent (a call to a name nobody owns fails).
       const client = await BusClient.connect(bus.address);
-      expect(await client.call("testautomation", "ping", { Message: "ready" })).toEqual({ Message: "ready" });
+      expect(await client.call("testautomation", "ping", { Message: "ready" })).toEqual({ returnValue: true, Message: "ready" });
       expect(await client.call("filecache", "GetCacheStatus", {})).toMatchObject({ returnValue: true });
       client.close();
       // Watchdog: every 200 ms (half of 400 ms), from the main process, after READY.
