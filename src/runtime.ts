@@ -1,5 +1,6 @@
 // Starts services on a bus: one connection, one BusServer, each service created
 // with its context (board, state directory, logger, configuration).
+import { StoreTooNew } from "./core/store";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { BusServer } from "./bus/server";
@@ -106,7 +107,9 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
   });
   if (!started.length) {
     await stop().catch(() => {});
-    throw failed[0]!.error;
+    // A store newer than this binary (a rollback) is reported only when it is the
+    // reason for every failure: serve then exits 78, which the units do not restart.
+    throw (failed.find((f) => !(f.error instanceof StoreTooNew)) ?? failed[0]!).error;
   }
   return { server, client, services: started, failed, stop };
 }

@@ -4,6 +4,7 @@ import { loadBoard } from "../core/board";
 import { configureLogging } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
+import { StoreTooNew } from "../core/store";
 import { cli, logLevel, serviceOrUsage, untilSignal } from "./args";
 
 export const USAGE = `devservices serve [--bus ADDRESS|system|session] [--board NAME|PATH] [--state-dir DIR]
@@ -54,7 +55,10 @@ export async function serve(argv: string[]) {
       checkResponses: flags["check-responses"] === true || undefined,
     });
   } catch (e) {
-    return fatal("cannot start")(e);
+    log.fatal({ err: e }, "cannot start");
+    // 78 (EX_CONFIG): every service refused a store newer than this binary (a rollback
+    // to an older slot); restarting cannot mend that (RestartPreventExitStatus=78).
+    process.exit(e instanceof StoreTooNew ? EXIT_STORE_TOO_NEW : 1);
   }
   log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName), failed: rt.failed.map((f) => f.name) }, "devservices ready");
   // Under systemd (Type=notify): ready once every name that can be is owned (a
@@ -78,6 +82,9 @@ export async function serve(argv: string[]) {
   await rt.stop();
   process.exit(0);
 }
+
+/** serve's exit status when every service refused a store newer than this binary. */
+export const EXIT_STORE_TOO_NEW = 78;
 
 /** Longest a signalled `serve` takes to exit. */
 const STOP_DEADLINE_MS = 2500;
