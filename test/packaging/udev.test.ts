@@ -16,8 +16,26 @@ const LAYOUTS = {
   "all-in-one": { peripheral: "devservices.service", camera: "devservices.service" },
   "per-service": { peripheral: "devservices@peripheralmanager.service", camera: "devservices@camera2.service" },
 };
-/** What do_install does with the template (sed) for DEVSERVICES_UNITS. */
-const render = (l: keyof typeof LAYOUTS) => TEMPLATE.replaceAll("@PERIPHERAL_UNIT@", LAYOUTS[l].peripheral).replaceAll("@CAMERA_UNIT@", LAYOUTS[l].camera);
+/** The board whose rules are rendered: the firmware test's (a UART, an I2C adapter, an SPI device). */
+const BOARD = JSON.parse(readFileSync(join(import.meta.dir, "../../recipes/boards/qemu.json"), "utf8"));
+/** devservices_peripheral_nodes() of the recipe: kind:node of the board's I2C, SPI and UART device nodes. */
+const peripheralNodes = (board: any) =>
+  (["uart", "i2c", "spi"] as const).flatMap((kind) =>
+    Object.values((board.peripheralmanager?.[kind] ?? {}) as Record<string, { device?: string }>)
+      .map((e) => e.device ?? "")
+      .filter((d) => d.startsWith("/dev/"))
+      .map((d) => ({ kind, node: d.slice(5) })),
+  );
+const SUBSYSTEM = { uart: "tty", i2c: "i2c-dev", spi: "spidev" };
+/** What do_install does with the template (sed) for DEVSERVICES_UNITS and the board's nodes. */
+const render = (l: keyof typeof LAYOUTS) => {
+  const lines = peripheralNodes(BOARD)
+    .filter(({ node }) => !node.includes("/"))
+    .map(({ kind, node }) => `SUBSYSTEM=="${SUBSYSTEM[kind]}", ${/^(tty|i2c-|spidev)/.test(node) ? "KERNEL" : "SYMLINK"}=="${node}", TAG+="systemd", ENV{SYSTEMD_WANTS}+="${LAYOUTS[l].peripheral}"`);
+  return TEMPLATE.replaceAll("@PERIPHERAL_UNIT@", LAYOUTS[l].peripheral)
+    .replaceAll("@CAMERA_UNIT@", LAYOUTS[l].camera)
+    .replace(/^.*@PERIPHERAL_NODES@.*\n/m, lines.map((x) => x + "\n").join(""));
+};
 
 /** The assignments of the rules an "add" event of this device reaches (up to a GOTO taken). */
 function applied(rules: Rule[], dev: { subsystem: string; kernel: string; action?: string }) {
@@ -69,12 +87,17 @@ for (const layout of Object.keys(LAYOUTS) as (keyof typeof LAYOUTS)[]) {
 
     const devices: [subsystem: string, kernel: string, group: string, wants: string | null][] = [
       ["gpio", "gpiochip0", "gpio", LAYOUTS[layout].peripheral],
-      ["i2c-dev", "i2c-1", "i2c", LAYOUTS[layout].peripheral],
+      // the board's own nodes pull the unit in ...
+      ["i2c-dev", "i2c-0", "i2c", LAYOUTS[layout].peripheral],
       ["spidev", "spidev0.0", "spi", LAYOUTS[layout].peripheral],
-      ["tty", "ttyS0", "dialout", LAYOUTS[layout].peripheral],
-      ["tty", "ttyAMA0", "dialout", LAYOUTS[layout].peripheral],
-      ["tty", "ttyUSB0", "dialout", LAYOUTS[layout].peripheral],
-      ["tty", "ttyACM0", "dialout", LAYOUTS[layout].peripheral],
+      ["tty", "ttyS1", "dialout", LAYOUTS[layout].peripheral],
+      // ... others (the serial console, unused ports and adapters) only get their group
+      ["i2c-dev", "i2c-1", "i2c", null],
+      ["spidev", "spidev0.1", "spi", null],
+      ["tty", "ttyS0", "dialout", null],
+      ["tty", "ttyAMA0", "dialout", null],
+      ["tty", "ttyUSB0", "dialout", null],
+      ["tty", "ttyACM0", "dialout", null],
       ["video4linux", "video0", "video", LAYOUTS[layout].camera],
       ["drm", "card0", "video", null],
     ];

@@ -29,6 +29,10 @@ DEVSERVICES_BOARD_FILE = "${DEVSERVICES_SRC}/recipes/boards/${DEVSERVICES_BOARD}
 # with DEVSERVICES_UNITS = "per-service", the instances enabled at boot.
 DEVSERVICES_SERVICES ??= "${@devservices_board_services(d)}"
 DEVSERVICES_BUS_NAMES ??= "${@devservices_bus_names(d)}"
+# The device nodes of the board's peripherals (its peripheralmanager section), for the
+# udev rules: only these pull the peripheral manager's unit in (not the serial console,
+# not unused ports).
+DEVSERVICES_PERIPHERAL_NODES ??= "${@devservices_peripheral_nodes(d)}"
 
 # "all-in-one": devservices.service hosts every service of the board in one process
 # (the default: meta-devservices/README.md, "Units"). "per-service": one
@@ -43,6 +47,7 @@ SRC_URI = " \
     file://dbus/ \
     file://udev/70-devservices.rules \
     file://polkit/50-devservices.rules \
+    file://tmpfiles/devservices.conf \
     file://etc/devservices.env \
 "
 S = "${WORKDIR}"
@@ -75,6 +80,19 @@ def devservices_bus_names(d):
         else:
             out.append('%s=com.vendor.service.%s' % (service, service))
     return ' '.join(out)
+
+# The nodes the board's peripheral manager opens: /dev/ttyS1 -> ttyS1, /dev/i2c-0 ->
+# i2c-0, /dev/spidev0.0 -> spidev0.0, /dev/serial0 (a link) -> serial0.
+def devservices_peripheral_nodes(d):
+    board = devservices_board(d)
+    pm = board.get('peripheralmanager', {})
+    nodes = []
+    for kind in ('uart', 'i2c', 'spi'):
+        for entry in pm.get(kind, {}).values():
+            dev = entry.get('device', '')
+            if dev.startswith('/dev/'):
+                nodes.append('%s:%s' % (kind, dev[len('/dev/'):]))
+    return ' '.join(nodes)
 
 python () {
     # Say what is missing instead of failing the whole parse in the fetcher.
@@ -179,11 +197,29 @@ do_install() {
         chmod 0644 ${D}${datadir}/dbus-1/system-services/$busname.service
     done
 
-    # udev: device groups, and the unit to start when a peripheral or camera appears
+    # udev: device groups, and the unit to start when a peripheral or camera appears;
+    # the board's own I2C, SPI and UART nodes pull the peripheral manager's unit in
     install -d ${D}${nonarch_base_libdir}/udev/rules.d
+    : > ${WORKDIR}/peripheral-nodes.rules
+    for entry in ${DEVSERVICES_PERIPHERAL_NODES}; do
+        kind=${entry%%:*}
+        node=${entry#*:}
+        case $kind in uart) subsystem=tty ;; i2c) subsystem=i2c-dev ;; spi) subsystem=spidev ;; esac
+        case $node in
+            */*) continue ;;
+            tty*|i2c-*|spidev*) match="KERNEL==\"$node\"" ;;
+            *) match="SYMLINK==\"$node\"" ;;
+        esac
+        echo "SUBSYSTEM==\"$subsystem\", $match, TAG+=\"systemd\", ENV{SYSTEMD_WANTS}+=\"$peripheral_unit\"" >> ${WORKDIR}/peripheral-nodes.rules
+    done
     sed -e "s/@PERIPHERAL_UNIT@/$peripheral_unit/g" -e "s/@CAMERA_UNIT@/$camera_unit/g" \
+        -e "/@PERIPHERAL_NODES@/{r ${WORKDIR}/peripheral-nodes.rules" -e "d}" \
         ${WORKDIR}/udev/70-devservices.rules > ${D}${nonarch_base_libdir}/udev/rules.d/70-devservices.rules
     chmod 0644 ${D}${nonarch_base_libdir}/udev/rules.d/70-devservices.rules
+
+    # the media directory (recordings, captures)
+    install -d ${D}${nonarch_libdir}/tmpfiles.d
+    install -m 0644 ${WORKDIR}/tmpfiles/devservices.conf ${D}${nonarch_libdir}/tmpfiles.d/
 
     # polkit: the host name through systemd-hostnamed for the service user (nettools)
     install -d ${D}${datadir}/polkit-1/rules.d
@@ -203,6 +239,7 @@ FILES:${PN} += " \
     ${datadir}/dbus-1/system.d \
     ${datadir}/dbus-1/system-services \
     ${nonarch_base_libdir}/udev/rules.d \
+    ${nonarch_libdir}/tmpfiles.d \
     ${datadir}/polkit-1/rules.d \
     ${sysconfdir}/devservices \
     ${datadir}/devservices \
