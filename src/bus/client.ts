@@ -7,7 +7,7 @@ import type { Json } from "../core/errors";
 import type { Peers } from "../core/service";
 import { parseJson } from "./json";
 
-export { BusError } from "./connection";
+export { BusError, resolveBusAddress } from "./connection";
 
 export interface CallOptions {
   /** Reply timeout in milliseconds (default 25 s, as libdbus). */

@@ -2,7 +2,7 @@
 // the virtual board gets the virtual one; a real board gets logind when logind owns
 // its name on the logind bus, else the reboot(2) system call.
 import { BusClient } from "../../../bus/client";
-import { resolveBusAddress } from "../../../bus/connection";
+import { resolveBusAddress } from "../../../bus/client";
 import type { Logger } from "../../../core/log";
 import type { Peers } from "../../../core/service";
 import { LogindBackend, logindPresent } from "./logind";
