@@ -7,6 +7,7 @@ import { raise, ok, type Json } from "../../core/errors";
 import { defineService, type Caller, type ServiceInstance } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
 import { loadConfig } from "../../core/config";
+import { IntentOptions } from "./config";
 import { IdSource } from "../../core/ids";
 import { api, ResultMessage, type IntentT } from "./schemas";
 import { E } from "./errors";
@@ -16,28 +17,6 @@ import { readFileSync } from "node:fs";
 import { HandlerProcessLimits, LaunchRate, isRefusal, refusalReason, type RateRefusal, type Refusal } from "./limits";
 import { Throttle } from "../../core/log";
 import { AppManagerLauncher, AutoLauncher, ExecLauncher, LaunchRefused, type Launcher } from "./backend/launcher";
-
-/** serviceConfig.intent (docs/services/intent.md). */
-const Config = z.object({
-  applicationDirs: z.array(z.string()).optional(),
-  sessions: z.record(z.string(), z.array(z.string())).default({}),
-  launcher: z.enum(["auto", "applicationmanager", "exec"]).default("auto"),
-  applicationManager: z.string().default("com.vendor.service.applicationmanager"),
-  launchTimeoutMs: z.number().int().positive().default(10000),
-  intentLifetimeMs: z.number().int().positive().default(300000),
-  maxIntents: z.number().int().positive().default(1024),
-  reloadDelayMs: z.number().int().nonnegative().default(50),
-  /** Handler processes the service runs at once for the callers of one uid (docs/services/intent.md). */
-  maxHandlerProcessesPerUid: z.number().int().positive().default(16),
-  /** Handler processes the service runs at once in all. */
-  maxHandlerProcesses: z.number().int().positive().default(64),
-  /** Handler processes the callers of one uid may start a second, after a burst of launchBurstPerUid. */
-  maxLaunchesPerUidPerSecond: z.number().positive().default(4),
-  /** Launches one uid may start at once before maxLaunchesPerUidPerSecond applies; default maxHandlerProcessesPerUid. */
-  launchBurstPerUid: z.number().int().positive().optional(),
-  /** Nice steps below the service that the handler processes it runs themselves run at (0: the service's priority). */
-  handlerNice: z.number().int().min(0).max(19).default(10),
-});
 
 export const DEFAULT_APPLICATION_DIR = "/usr/share/devservices/applications";
 
@@ -102,7 +81,7 @@ export default defineService({
   },
 
   create(ctx) {
-    const cfg = loadConfig({ service: "intent", schema: Config, section: ctx.config }).config;
+    const cfg = loadConfig({ service: "intent", schema: IntentOptions, section: ctx.config }).config;
     const sources: AppSource[] = (cfg.applicationDirs ?? [DEFAULT_APPLICATION_DIR, `${dirname(ctx.stateDir)}/applications`]).map((dir) => ({ dir }));
     for (const [sessionId, dirs] of Object.entries(cfg.sessions)) for (const dir of dirs) sources.push({ dir, sessionId });
     const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs });

@@ -4,20 +4,17 @@
 // goes when that call ends (cancel, disconnect). Stage lifetime and timeouts:
 // docs/decisions.md "Test automation"; who may send into applications (root and
 // devservices-test, schemas.ts access rules): docs/decisions/testautomation.md.
-import { z } from "zod";
 import { answer, raise, ok, ServiceError, type ErrorRow, type Json } from "../../core/errors";
 import { IdSource } from "../../core/ids";
 import { defineService, type ResponseOf } from "../../core/service";
 import { loadConfig } from "../../core/config";
+import { TestAutomationOptions } from "./config";
 import { api, MAPPED, TEST_GROUP } from "./schemas";
 import { E } from "./errors";
 import pkg from "../../../package.json" with { type: "json" };
 
 /** Commands the nub protocol defines (nub.ts); an unknown one with no stage is refused here. */
 const STAGE_COMMANDS = new Set(["getItems", "commandsBatch"]);
-
-/** serviceConfig.testautomation (docs/services/testautomation.md). */
-const Options = z.object({ replyTimeoutMs: z.number().positive().default(10000) });
 
 /** Topic keys: every nub (broadcasts), one stage's nub, the event subscribers. */
 const NUBS = "nubs";
@@ -88,7 +85,7 @@ export default defineService({
   },
 
   create(ctx) {
-    const { replyTimeoutMs } = loadConfig({ service: "testautomation", schema: Options, section: ctx.config }).config;
+    const { replyTimeoutMs } = loadConfig({ service: "testautomation", schema: TestAutomationOptions, section: ctx.config }).config;
     /** Live stages by id; each is a lease of its nub (released when its subscription ends). */
     const stages = new Map<number, StageState>();
     const pending = new Map<number, Pending>();
