@@ -15,4 +15,4 @@ const outfile = process.env.DEVSERVICES_OUTFILE || (target ? `dist/devservices-$
 const bump = process.env.DEVSERVICES_STORE_BUMP === "1" ? ["--define", 'DEVSERVICES_STORE_BUMP="1"'] : [];
 await $`bun build ${COMPILE_FLAGS} ${bump} --external x11 ${
   target ? ["--target", target] : []
-} src/main.ts src/ffi/poller-worker.ts src/ffi/gst-worker.ts src/ffi/as-caller-worker.ts src/services/mediaindexer/backend/extract-worker.ts src/services/peripheralmanager/backend/transfer-worker.ts --outfile ${outfile}`;
+} src/main.ts src/ffi/poller-worker.ts src/ffi/gst-worker.ts src/ffi/as-caller-worker.ts src/services/mediaindexer/index/extract-worker.ts src/services/peripheralmanager/backend/transfer-worker.ts --outfile ${outfile}`;

@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { miEnv } from "./env";
 import { jpeg, mp3, put } from "./media";
 import { eventually } from "../helpers/harness";
-import { MediaStore } from "../../src/services/mediaindexer/backend/store";
-import { Scanner } from "../../src/services/mediaindexer/backend/scanner";
+import { MediaStore } from "../../src/services/mediaindexer/index/store";
+import { Scanner } from "../../src/services/mediaindexer/index/scanner";
 import { configureLogging } from "../../src/core/log";
 
 /** inotify watches this process holds (every inotify fd's fdinfo lists one line per watch). */

@@ -3,7 +3,7 @@
 // indexer, its plugins and the service; it imports neither.
 import type { Caller } from "../../core/service";
 import type { PluginName } from "./config";
-import type { ScanResult } from "./backend/scanner";
+import type { ScanResult } from "./index/scanner";
 
 export interface DeviceInfo {
   uri: string;

@@ -2,8 +2,8 @@
 import { join } from "node:path";
 import type { Json } from "../../core/errors";
 import type { Device } from "./device";
-import type { MediaRow } from "./backend/store";
-import { KIND_OF_CODE } from "./backend/kinds";
+import type { MediaRow } from "./index/store";
+import { KIND_OF_CODE } from "./index/kinds";
 
 export const pathOnDevice = (row: Pick<MediaRow, "dir" | "name">) => (row.dir ? `${row.dir}/${row.name}` : row.name);
 export const itemUri = (dev: Device, row: Pick<MediaRow, "dir" | "name">) => `${dev.uri}/${pathOnDevice(row)}`;

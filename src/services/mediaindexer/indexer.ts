@@ -7,9 +7,9 @@ import { closeFd } from "../../ffi/libc";
 import { ownerFromJson, ownerToJson, readableDir, restricted, rightsKey, REFUSED_ERRNO } from "./rights";
 import type { MediaIndexerConfig, PluginName } from "./config";
 import { PLUGIN_NAMES } from "./config";
-import { MediaStore } from "./backend/store";
-import { Scanner, type ScanResult } from "./backend/scanner";
-import { freeSpace, StorageFailure, storageFailure } from "./backend/failure";
+import { MediaStore } from "./index/store";
+import { Scanner, type ScanResult } from "./index/scanner";
+import { freeSpace, StorageFailure, storageFailure } from "./index/failure";
 import { isLocal, type Device, type DeviceInfo, type Monitor, type ScanOutcome } from "./device";
 import type { Plugin, PluginFactory, PluginHost } from "./plugins/plugin";
 

@@ -16,7 +16,7 @@ import * as ino from "../../ffi/inotify";
 import { ENOSPC } from "../../ffi/errno";
 import type { Device } from "./device";
 import type { Indexer } from "./indexer";
-import { mediaType } from "./backend/kinds";
+import { mediaType } from "./index/kinds";
 
 const DIR_MASK =
   ino.IN_CLOSE_WRITE | ino.IN_CREATE | ino.IN_DELETE | ino.IN_MOVED_FROM | ino.IN_MOVED_TO |

@@ -128,7 +128,7 @@ export class Extractor {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const w = new Worker(workerUrl("services/mediaindexer/backend/extract-worker.ts"));
+    const w = new Worker(workerUrl("services/mediaindexer/index/extract-worker.ts"));
     w.onmessage = (ev: MessageEvent) => {
       if (this.worker !== w) return;
       const { id, x, err } = ev.data as { id: number; x?: unknown; err?: string };

@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import type { Device } from "../device";
 import type { Plugin, PluginHost } from "./plugin";
-import type { ScanResult } from "../backend/scanner";
+import type { ScanResult } from "../index/scanner";
 import type { RawDevice } from "../../../ffi/libmtp";
 
 const LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf", "/usr/lib64", "/usr/lib", "/lib"];

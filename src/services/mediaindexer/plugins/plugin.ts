@@ -6,8 +6,8 @@ import type { Caller } from "../../../core/service";
 import type { Logger } from "../../../core/log";
 import type { MediaIndexerConfig } from "../config";
 import type { Device, DeviceInfo } from "../device";
-import type { MediaStore } from "../backend/store";
-import type { Scanner, ScanResult } from "../backend/scanner";
+import type { MediaStore } from "../index/store";
+import type { Scanner, ScanResult } from "../index/scanner";
 
 export interface Plugin {
   readonly name: PluginName;

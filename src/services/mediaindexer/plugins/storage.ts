@@ -6,7 +6,7 @@ import type { Device, DeviceInfo } from "../device";
 import type { Caller } from "../../../core/service";
 import { restricted } from "../rights";
 import type { Plugin, PluginHost } from "./plugin";
-import type { ScanResult } from "../backend/scanner";
+import type { ScanResult } from "../index/scanner";
 
 export const storageUri = (dir: string) => `storage://${dir}`;
 

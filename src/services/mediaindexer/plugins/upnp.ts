@@ -10,10 +10,10 @@
 import dgram from "node:dgram";
 import type { Device } from "../device";
 import type { Plugin, PluginHost } from "./plugin";
-import type { ScanResult } from "../backend/scanner";
-import { Slicer } from "../backend/scanner";
-import { KIND_CODE, BAD, kindOfClass } from "../backend/kinds";
-import type { NewMedia } from "../backend/store";
+import type { ScanResult } from "../index/scanner";
+import { Slicer } from "../index/scanner";
+import { KIND_CODE, BAD, kindOfClass } from "../index/kinds";
+import type { NewMedia } from "../index/store";
 
 const SSDP_ST = "urn:schemas-upnp-org:device:MediaServer:1";
 const CDS = "urn:schemas-upnp-org:service:ContentDirectory:1";
