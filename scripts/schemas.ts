@@ -13,6 +13,7 @@ import { BoardSchema } from "../src/core/board";
 import { toJsonSchema } from "../src/core/jsonschema";
 import { CameraOptions } from "../src/services/camera/config";
 import { fileCacheOptions } from "../src/services/filecache/config";
+import { IntentOptions } from "../src/services/intent/config";
 import { mediaIndexerOptions } from "../src/services/mediaindexer/config";
 import { NettoolsOptions } from "../src/services/nettools/config";
 import { PeripheralOptions } from "../src/services/peripheralmanager/config";
@@ -21,6 +22,7 @@ import { PowerOptions } from "../src/services/power/config";
 import { MachineSchema } from "../src/services/power/machine";
 import { RecordOptions } from "../src/services/record/config";
 import { RecordSection } from "../src/services/record/recipe";
+import { TestAutomationOptions } from "../src/services/testautomation/config";
 import { VideoOutputOptions } from "../src/services/videooutput/config";
 
 export const BOARD_SCHEMA_FILE = join(import.meta.dir, "../docs/schemas/board-recipe.schema.json");
@@ -28,20 +30,18 @@ export const BOARD_SCHEMA_FILE = join(import.meta.dir, "../docs/schemas/board-re
 /** The state directory the defaults of path options are shown under (the product's). */
 const STATE_DIR = "/var/lib/devservices";
 
-/**
- * The recipe as every service reads it: the board's schema with each known section
- * spelled out. intent and testautomation keep their options' schema inside their
- * service module, so their sections stay free-form objects here.
- */
+/** The recipe as every service reads it: the board's schema with every service's section spelled out. */
 export function boardRecipeZod() {
   const options = {
     camera2: CameraOptions,
     filecache: fileCacheOptions(STATE_DIR),
+    intent: IntentOptions,
     mediaindexer: mediaIndexerOptions(STATE_DIR),
     nettools: NettoolsOptions,
     peripheralmanager: PeripheralOptions,
     power2: PowerOptions,
     record: RecordOptions,
+    testautomation: TestAutomationOptions,
     videooutput: VideoOutputOptions,
   };
   return BoardSchema.extend({

@@ -3,52 +3,21 @@
 // with allowUnionTypes: `type: ["string", "number"]` is standard JSON Schema that
 // strict mode only warns about), and ajv on the published request schema and zod
 // on the service's own schema accept and refuse the same payloads: those the tests
-// and docs send, and bad ones made from them (test/schemas/payloads.ts). What JSON
-// Schema cannot state is listed below (KNOWN) with its reason: a disagreement not
-// listed fails, and so does a listed one that no longer occurs.
+// and docs send, and bad ones made from them (test/schemas/payloads.ts). There is no
+// list of tolerated disagreements: every check a service's schema makes is one the
+// exporter publishes (docs/decisions/clients.md), so any disagreement fails.
 import { expect, test } from "bun:test";
 import Ajv2020 from "ajv/dist/2020";
 import { SERVICES } from "../../src/services";
 import { schemaOf, type MethodSpec } from "../../src/core/service";
 import { methodJsonSchema } from "../../src/core/jsonschema";
-import { mutations, sentPayloads, type Payload } from "./payloads";
+import { mutations, sentPayloads } from "./payloads";
 
 export const ajvOptions = { strict: true, allowUnionTypes: true } as const;
 
 const methods = Object.values(SERVICES).flatMap((m) =>
   Object.entries(m.spec.api as Record<string, MethodSpec>).map(([method, spec]) => ({ service: m.spec.name, method, spec })),
 );
-
-interface Known {
-  what: string;
-  /** Which side accepts: the service (zod) or the published schema (ajv). */
-  accepts: "zod" | "ajv";
-  explains(p: Payload): boolean;
-}
-
-const isNumberString = (v: unknown) => typeof v === "string" && /^\s*(0x[0-9a-fA-F]+|\d+)\s*$/.test(v);
-
-/**
- * Disagreements JSON Schema cannot remove from the exporter's side: each is a check
- * made by code in a service's schema (docs/decisions/clients.md).
- */
-const KNOWN: Known[] = [
-  {
-    what: "camera2 handle: a string of digits is taken (z.preprocess); the published schema says integer, as the spec declares it",
-    accepts: "zod",
-    explains: (p) => p.service === "camera2" && typeof (p.payload as any)?.handle === "string" && /^\d+$/.test((p.payload as any).handle),
-  },
-  {
-    what: "peripheralmanager Numbers given as strings (address, size...): the bound is checked after the string is read as a Number (transform + pipe); the published schema states the string's form only",
-    accepts: "ajv",
-    explains: (p) => p.service === "peripheralmanager" && Object.values(p.payload as object).some(isNumberString),
-  },
-  {
-    what: "record start needs at least one of video, audio, image (a refine)",
-    accepts: "ajv",
-    explains: (p) => p.service === "record" && p.method === "start" && !["video", "audio", "image"].some((k) => (p.payload as any)?.[k]),
-  },
-];
 
 test("every method's request and response schema compiles with ajv in strict mode (draft 2020-12, allowUnionTypes)", () => {
   const ajv = new Ajv2020(ajvOptions);
@@ -72,8 +41,7 @@ test("ajv on the published request schema and zod agree on every payload the tes
   expect(sent.length).toBeGreaterThan(500);
   const all = [...sent, ...mutations(sent)];
   const check = new Map(methods.map(({ service, method, spec }) => [`${service}/${method}`, { zod: schemaOf(spec, "request"), ajv: ajv.compile(methodJsonSchema(spec, "request")) }]));
-  const unexplained: string[] = [];
-  const used = new Set<Known>();
+  const disagree: string[] = [];
   let accepted = 0;
   let refused = 0;
   for (const p of all) {
@@ -82,13 +50,9 @@ test("ajv on the published request schema and zod agree on every payload the tes
     const a = c.ajv(p.payload);
     if (z && a) accepted++;
     if (!z && !a) refused++;
-    if (z === a) continue;
-    const known = KNOWN.find((k) => k.explains(p) && k.accepts === (z ? "zod" : "ajv"));
-    if (known) used.add(known);
-    else unexplained.push(`${p.service}/${p.method} ${JSON.stringify(p.payload)}: zod ${z ? "accepts" : "refuses"}, ajv ${a ? "accepts" : "refuses"} (${p.origin})`);
+    if (z !== a) disagree.push(`${p.service}/${p.method} ${JSON.stringify(p.payload)}: zod ${z ? "accepts" : "refuses"}, ajv ${a ? "accepts" : "refuses"} (${p.origin})`);
   }
-  expect(unexplained).toEqual([]);
-  expect(KNOWN.filter((k) => !used.has(k)).map((k) => k.what)).toEqual([]);
+  expect(disagree).toEqual([]);
   // Both verdicts occur in numbers: the comparison is not between two validators that accept everything.
   expect(accepted).toBeGreaterThan(1000);
   expect(refused).toBeGreaterThan(1000);

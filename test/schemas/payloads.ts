@@ -133,8 +133,16 @@ export function sentPayloads(): Payload[] {
   return out;
 }
 
-/** Values put in place of a field: other types, and strings a lenient schema might read as numbers. */
-const WRONG: unknown[] = ["text", "", "12", " 12 ", "0x7f", "0xfffff", 7, 1.5, -1, 1e9, true, null, [], {}, [1], { x: 1 }];
+/**
+ * Values put in place of a field: other types, and strings a lenient schema might
+ * read as numbers, on both sides of the bounds services check (a 7-bit address
+ * 0x7f, a UART write's 65536 bytes, the largest safe integer), with leading zeros
+ * and in both cases of hexadecimal.
+ */
+const WRONG: unknown[] = [
+  "text", "", "12", " 12 ", "0012", "0x7f", "0x007F", "127", "128", "0x80", "0xfffff", "65536", "65537", "9007199254740991", "9007199254740992", "-1",
+  7, 1.5, -1, 1e9, true, null, [], {}, [1], { x: 1 },
+];
 
 /** Bad payloads made from good ones: each field of the wrong type (at the top level and one level down), each field left out, an extra field, and non-objects. */
 export function mutations(good: Payload[]): Payload[] {

@@ -3,7 +3,10 @@
 // described where they are decided (docs/decisions/camera.md).
 import { z } from "zod";
 import type { Api } from "../../core/service";
+import type { InvalidRows } from "../../core/errors";
 import { group } from "../../core/access";
+import { integerString } from "../../core/jsonschema";
+import { E } from "./errors";
 
 /** Root or members of this group may open a camera (configurable: accessGroup; "*": any caller). */
 export const DEFAULT_GROUP = "devservices-camera";
@@ -11,10 +14,20 @@ export const DEFAULT_GROUP = "devservices-camera";
 const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
 const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure]);
 
-/** A handle: a Number (startCamera's is declared a string in the spec: a string of digits is taken too). */
-const handle = z
-  .preprocess((v) => (typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v), z.number().int())
-  .describe("the handle returned by open (a Number; a string of digits is taken too)");
+/**
+ * A handle: a Number, or the string of its digits (the spec declares startCamera's
+ * handle a string). Both forms are published (integerString states the string's
+ * range in its pattern).
+ */
+const handleNumber = z.number().int();
+const handle = z.union([handleNumber, integerString(handleNumber, { message: "a handle: a Number or a string of digits" })])
+  .describe("the handle returned by open (a Number; a string of its digits is taken too)");
+/**
+ * A request without its handle is answered 23 (Param missing): the union of the two
+ * forms reports an absent value as a union failure, not as a missing Number, so the
+ * row is stated here; a handle of neither form keeps badRequest's 20.
+ */
+const handleRows: InvalidRows = { fields: { handle: { missing: E.missing } } };
 const id = z.string().min(1).describe("camera ID from getCameraList (camera1, ...)");
 const subscribe = z.boolean().optional();
 
@@ -70,12 +83,14 @@ export const api = {
     request: () => z.looseObject({ handle, nimage: z.number().optional(), path: z.string().optional() }),
     response: () => answer({ path: z.array(z.string()) }),
     level: 27,
+    invalid: handleRows,
   },
   close: {
     summary: "Closes a handle (a stopped one: stop its stream first). Every handle of a client is closed when the client leaves the bus.",
     request: () => z.looseObject({ handle }),
     response: () => answer({}),
     level: 11,
+    invalid: handleRows,
   },
   getCameraList: {
     summary: "The cameras plugged now; subscribers get the complete deviceList whenever one connects or disconnects.",
@@ -98,6 +113,7 @@ export const api = {
     response: () => answer({}),
     passesFd: true,
     level: 13,
+    invalid: handleRows,
   },
   getFormat: {
     summary: "The format of an opened camera; subscribers get {id, params} when it changes.",
@@ -138,12 +154,14 @@ export const api = {
     request: () => z.looseObject({ handle, params: cameraFormat }),
     response: () => answer({}),
     level: 11,
+    invalid: handleRows,
   },
   setProperties: {
     summary: "Sets the value of each property given (primary handle); an empty object succeeds.",
     request: () => z.looseObject({ handle, params: properties }),
     response: () => answer({}),
     level: 11,
+    invalid: handleRows,
   },
   setSolutions: {
     summary: "Enables or disables solutions (AutoContrast stretches the luma of YUV frames).",
@@ -160,6 +178,7 @@ export const api = {
     }),
     response: () => answer({ key: z.number().optional(), type: z.string().optional() }),
     level: 27,
+    invalid: handleRows,
   },
   startCapture: {
     summary:
@@ -167,29 +186,34 @@ export const api = {
     request: () => z.looseObject({ handle, params: captureFormat, path: z.string().optional() }),
     response: () => answer({ path: z.string().optional() }),
     level: 11,
+    invalid: handleRows,
   },
   startPreview: {
     summary: "Starts streaming into shared memory and shows the frames on the window windowId (a display plane of the board).",
     request: () => z.looseObject({ handle, windowId: z.string() }),
     response: () => answer({ key: z.number().optional() }),
     level: 11,
+    invalid: handleRows,
   },
   stopCamera: {
     summary: "Stops the stream started with startCamera.",
     request: () => z.looseObject({ handle }),
     response: () => answer({}),
     level: 27,
+    invalid: handleRows,
   },
   stopCapture: {
     summary: "Ends a continuous (or unfinished burst) capture.",
     request: () => z.looseObject({ handle }),
     response: () => answer({ path: z.array(z.string()).optional() }),
     level: 11,
+    invalid: handleRows,
   },
   stopPreview: {
     summary: "Stops the stream started with startPreview.",
     request: () => z.looseObject({ handle }),
     response: () => answer({}),
     level: 11,
+    invalid: handleRows,
   },
 } satisfies Api;

@@ -1,10 +1,11 @@
 // The media indexer's options (docs/services/mediaindexer.md, "Configuration"): the
 // board recipe's serviceConfig.mediaindexer, read by the platform's one loader.
-import { isAbsolute, join } from "node:path";
+import { join } from "node:path";
 import { z } from "zod";
 import { loadConfig as loadServiceConfig } from "../../core/config";
 
-const absolute = z.string().refine(isAbsolute, "must be an absolute path");
+/** An absolute path: it starts with "/" (a pattern the published recipe schema states too). */
+const absolute = z.string().startsWith("/", "must be an absolute path");
 const seconds = (dflt: number) => z.number().nonnegative().default(dflt);
 export const PLUGIN_NAMES = ["storage", "msc", "upnp", "mtp"] as const;
 export type PluginName = (typeof PLUGIN_NAMES)[number];

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { group } from "../../core/access";
 import type { Api } from "../../core/service";
+import { integerString } from "../../core/jsonschema";
 import { DEFAULT_GROUPS } from "./config";
 
 /** Each protocol's default rule: root and members of its group. */
@@ -32,9 +33,12 @@ export const UART_MAX_BYTES = 65536;
 export const DATA_TYPES = ["text", "base64", "hex"] as const;
 
 const byte = z.number().int().min(0).max(255);
-/** A Number, or a string of one in decimal or 0x hexadecimal (the spec declares some Numbers as strings). */
-const numberLike = (n: z.ZodNumber) =>
-  z.union([n, z.string().trim().regex(/^(0x[0-9a-fA-F]+|\d+)$/, "a number").transform(Number).pipe(n)]);
+/**
+ * A Number, or a string of one in decimal or 0x hexadecimal (the spec declares some
+ * Numbers as strings): the string's pattern takes only the spellings of n's range,
+ * so the published schema states the bound too.
+ */
+const numberLike = (n: z.ZodNumber) => z.union([n, integerString(n, { hex: true, trim: true, message: "a number" })]);
 
 const pin = z.string().min(1).describe("pin ID of the board recipe, gpio<N>");
 const bus = z.string().min(1).describe("I2C bus name of the board recipe, I2C<N>");

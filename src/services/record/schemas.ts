@@ -3,6 +3,7 @@
 import { z } from "zod";
 import type { Api } from "../../core/service";
 import { group } from "../../core/access";
+import { requireOneOf } from "../../core/jsonschema";
 
 /** Root or members of this group may start and control recordings (configurable: accessGroup; "*": any caller). */
 export const DEFAULT_GROUP = "devservices-record";
@@ -35,15 +36,17 @@ export const Image = z.lazy(() => z.object({
   quality: int(1, 100, "encoder quality, 1 to 100"),
 }));
 
-export const StartRequest = z
-  .looseObject({
+/** A recording needs at least one of video, audio, image (published as anyOf of required). */
+export const StartRequest = requireOneOf(
+  z.looseObject({
     video: Video.optional(),
     audio: Audio.optional(),
     image: Image.optional(),
     format: z.string().min(1).describe("container: MP4 for video and audio, JPEG for an image"),
     path: z.string().min(1).describe("absolute path of a new output file, created with the caller's rights (an existing file is not replaced)"),
-  })
-  .refine((r) => !!(r.video || r.audio || r.image), { message: "at least one of video, audio, image" });
+  }),
+  ["video", "audio", "image"],
+);
 
 export type StartRequest = z.output<typeof StartRequest>;
 
