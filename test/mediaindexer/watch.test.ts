@@ -1,13 +1,15 @@
 // Changes on an indexed device are noticed without a rescan request: inotify on every
 // directory (files written, moved in, moved away, deleted; directories created, moved
-// in, deleted). With watching off, the periodic fallback rescan finds them.
+// in, deleted), set on the process's one shared inotify instance (src/ffi/inotify.ts).
+// With watching off, the periodic fallback rescan finds them.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { miEnv, type MiEnv } from "./env";
 import { mp3, jpeg, put } from "./media";
 import { eventually } from "../helpers/harness";
+import { dirWatchCount, watchDirectory } from "../../src/ffi/inotify";
 import type { Json } from "../../src/core/errors";
 
 let mi: MiEnv;
@@ -49,6 +51,36 @@ test("directories created, moved in and deleted are followed", async () => {
   rmSync(join(mi.media, "new"), { recursive: true });
   await eventually(async () => (await imageCount()) === 0, 5000, 50);
   expect(await mi.device(`storage://${mi.media}`)).toMatchObject({ imageCount: 0, audioCount: 1 });
+});
+
+/** The inotify instances this process has open (fds on anon_inode:inotify). */
+const inotifyInstances = () =>
+  readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === "anon_inode:inotify";
+    } catch {
+      return false;
+    }
+  }).length;
+
+test("the watches are on the process's one shared inotify instance, not an instance of their own", async () => {
+  mkdirSync(join(mi.media, "shared/one"), { recursive: true });
+  mkdirSync(join(mi.media, "shared/two"), { recursive: true });
+  // Another user of the shared instance (as intent or the camera is in the same process).
+  const other = mkdtempSync(join(tmpdir(), "mediaindexer-other-"));
+  const w = watchDirectory(other, () => {});
+  try {
+    // The media root, shared/, shared/one and shared/two are watched on it, beside the other watch.
+    await eventually(() => dirWatchCount() >= 1 + 4, 5000, 20);
+    expect(inotifyInstances()).toBe(1);
+    writeFileSync(join(mi.media, "shared/two/s.mp3"), mp3({ title: "Shared" }));
+    await eventually(async () => (await audioTitles()).includes("Shared"), 5000, 50);
+  } finally {
+    w.close();
+    rmSync(other, { recursive: true, force: true });
+    rmSync(join(mi.media, "shared"), { recursive: true, force: true });
+  }
+  await eventually(async () => !(await audioTitles()).includes("Shared"), 5000, 50);
 });
 
 test("with watching off, the fallback rescan finds changes", async () => {

@@ -1,5 +1,6 @@
 // Watching local devices (storage, msc) with inotify: every directory of an available
-// device is watched (one inotify instance on the platform's event source); a file
+// device is watched (a directory watch of src/ffi/inotify.ts, on the process's one
+// shared inotify instance and the platform's event source); a file
 // written, moved in, moved away or deleted queues a scan of its directory only, a
 // directory created or moved in is watched and scanned, one deleted or moved away
 // has its entries removed. Events settle for a moment first, so a copy of many files
@@ -14,40 +15,37 @@ import { join } from "node:path";
 import type { Logger } from "../../core/log";
 import * as ino from "../../ffi/inotify";
 import { ENOSPC } from "../../ffi/errno";
+import { SysError } from "../../ffi/libc";
 import type { Device } from "./device";
 import type { Indexer } from "./indexer";
 import { mediaType } from "./index/kinds";
 
-const DIR_MASK =
-  ino.IN_CLOSE_WRITE | ino.IN_CREATE | ino.IN_DELETE | ino.IN_MOVED_FROM | ino.IN_MOVED_TO |
-  ino.IN_DELETE_SELF | ino.IN_MOVE_SELF | ino.IN_ONLYDIR | ino.IN_EXCL_UNLINK;
+/** A directory's entries written, created, deleted, moved in or out; the directory itself deleted or moved. */
+const DIR_MASK = ino.DIR_CHANGES;
 /** How long events of a directory settle before it is scanned. */
 const SETTLE_MS = 150;
 
-interface Watched {
-  dev: string;
-  rel: string;
-}
-
 export class Watcher {
-  private ino?: ino.Inotify;
-  private byWd = new Map<number, Watched>();
-  /** Device uri -> directory (relative) -> wd. */
-  private byDev = new Map<string, Map<string, number>>();
+  /** Device uri -> directory (relative) -> its watch. */
+  private byDev = new Map<string, Map<string, ino.DirWatch>>();
+  /** Watches set now, all devices together. */
+  private count = 0;
+  /** A queue overflow is told to every watch: the devices are queued for a rescan once per settle. */
+  private overflowed = false;
   private pending = new Map<string, { dev: string; rel: string; recursive: boolean }>();
   private timer?: ReturnType<typeof setTimeout>;
   private closed = false;
   /** Devices whose tree is not watched entirely: the periodic rescan covers them. */
   readonly partial = new Set<string>();
 
-  /** The inotify instance could not be made (no inotify): nothing is watched. */
+  /** The kernel has no inotify instance for the process (no inotify, or the user's instances used up): nothing is watched. */
   private unavailable = false;
 
   constructor(private ix: Indexer, private log: Logger, private maxWatches: number) {}
 
   /** Watches set now, all devices together (at most maxWatches). */
   get watches(): number {
-    return this.byWd.size;
+    return this.count;
   }
 
   /** A local device became available (watch its tree) or went away (drop its watches). */
@@ -83,22 +81,8 @@ export class Watcher {
     this.ix.events.devicesChanged(true);
   }
 
-  private ensure(): boolean {
-    if (this.ino) return true;
-    try {
-      this.ino = new ino.Inotify((events) => {
-        for (const ev of events) this.onEvent(ev);
-      }, { onError: (e) => this.log.warn({ err: (e as Error).message }, "inotify read failed") });
-    } catch (e) {
-      this.log.warn({ err: (e as Error).message }, "inotify unavailable; periodic rescans only");
-      this.unavailable = true;
-      return false;
-    }
-    return true;
-  }
-
   private async addTree(dev: Device, rel: string) {
-    if (!this.ensure()) {
+    if (this.unavailable) {
       this.markPartial(dev.uri);
       return;
     }
@@ -114,17 +98,20 @@ export class Watcher {
       // The watch first, then the listing: nothing created in between is missed.
       if (dirs.has(r)) {
         // Watched already (a directory moved in again): its subdirectories are listed below.
-      } else if (this.byWd.size >= this.maxWatches) {
+      } else if (this.count >= this.maxWatches) {
         this.markPartial(dev.uri);
         this.log.warn({ device: dev.uri, dir: abs, maxWatches: this.maxWatches }, "inotify watch bound (maxWatches) reached; the directories not watched are covered by periodic rescans");
         return;
       } else
         try {
-          const wd = this.ino!.add(abs, DIR_MASK);
-          this.byWd.set(wd, { dev: dev.uri, rel: r });
-          dirs.set(r, wd);
+          this.watch(dirs, dev.uri, r, abs);
         } catch (e) {
           this.markPartial(dev.uri);
+          if (e instanceof SysError && e.call === "inotify_init1") {
+            this.unavailable = true;
+            this.log.warn({ err: e.message }, "inotify unavailable; periodic rescans only");
+            return;
+          }
           if ((e as { errno?: number }).errno === ENOSPC) {
             this.log.warn({ device: dev.uri, dir: abs }, "inotify watch limit of the system reached; the directories not watched are covered by periodic rescans");
             return;
@@ -141,30 +128,43 @@ export class Watcher {
     }
   }
 
+  /** One directory's watch (throws SysError when the kernel refuses it). */
+  private watch(dirs: Map<string, ino.DirWatch>, uri: string, rel: string, abs: string) {
+    const at = { dev: uri, rel };
+    let w: ino.DirWatch | undefined;
+    w = ino.watchDirectory(abs, (ev) => {
+      // The kernel ended the watch (the directory went, or its filesystem): it is no longer counted.
+      if (ev.mask & ino.IN_IGNORED) return void (w && this.forget(dirs, rel, w));
+      this.onEvent(at, ev);
+    }, { mask: DIR_MASK });
+    dirs.set(rel, w);
+    this.count++;
+  }
+
+  private forget(dirs: Map<string, ino.DirWatch>, rel: string, w: ino.DirWatch) {
+    if (dirs.get(rel) !== w) return;
+    dirs.delete(rel);
+    this.count--;
+  }
+
   private unfollow(uri: string, under?: string) {
     const dirs = this.byDev.get(uri);
     if (!dirs) return;
-    for (const [rel, wd] of dirs) {
+    for (const [rel, w] of dirs) {
       if (under !== undefined && rel !== under && !rel.startsWith(`${under}/`)) continue;
-      dirs.delete(rel);
-      this.byWd.delete(wd);
-      this.ino?.remove(wd);
+      this.forget(dirs, rel, w);
+      w.close();
     }
     if (under === undefined) this.byDev.delete(uri);
   }
 
-  private onEvent(ev: ino.InotifyEvent) {
+  private onEvent(at: { dev: string; rel: string }, ev: ino.InotifyEvent) {
     if (ev.mask & ino.IN_Q_OVERFLOW) {
+      // Every watch hears it: the devices are queued once.
+      if (this.overflowed) return;
+      this.overflowed = true;
       this.log.warn("inotify queue overflow; rescanning every watched device");
       for (const uri of this.byDev.keys()) this.queue(uri, "", true);
-      return;
-    }
-    const at = this.byWd.get(ev.wd);
-    if (!at) return;
-    if (ev.mask & ino.IN_IGNORED) {
-      this.byWd.delete(ev.wd);
-      const dirs = this.byDev.get(at.dev);
-      if (dirs?.get(at.rel) === ev.wd) dirs.delete(at.rel);
       return;
     }
     if (ev.mask & (ino.IN_DELETE_SELF | ino.IN_MOVE_SELF)) {
@@ -203,6 +203,7 @@ export class Watcher {
 
   private flush() {
     this.timer = undefined;
+    this.overflowed = false;
     const jobs = [...this.pending.values()];
     this.pending.clear();
     for (const j of jobs) {
@@ -215,9 +216,8 @@ export class Watcher {
   close() {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
-    this.ino?.close();
-    this.ino = undefined;
-    this.byWd.clear();
+    for (const dirs of this.byDev.values()) for (const w of dirs.values()) w.close();
     this.byDev.clear();
+    this.count = 0;
   }
 }
