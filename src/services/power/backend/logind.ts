@@ -8,8 +8,13 @@ import type { PowerBackend } from "./types";
 
 export const LOGIND_NAME = "org.freedesktop.login1";
 const MANAGER = { destination: LOGIND_NAME, path: "/org/freedesktop/login1", interface: "org.freedesktop.login1.Manager" };
-/** What a wake lock keeps from happening: the device stays on. */
-export const INHIBIT_WHAT = "shutdown:sleep:idle";
+/**
+ * What a wake lock keeps from happening: the device stays on. One inhibitor per kind:
+ * logind authorizes a combined "shutdown:sleep:idle" as if it were the lid switch's
+ * (org.freedesktop.login1.inhibit-handle-lid-switch), not as the three inhibit-block-*
+ * actions the layer's polkit rule grants, and refuses it (seen in the booted image).
+ */
+export const INHIBIT_WHAT = ["shutdown", "sleep", "idle"] as const;
 const WHO = "devservices power2";
 
 /** True when logind owns its name on the bus the client is connected to. */
@@ -39,16 +44,25 @@ export class LogindBackend implements PowerBackend {
   }
 
   async inhibit(why: string): Promise<() => void> {
-    const reply = await this.client.callRaw({ ...MANAGER, member: "Inhibit", signature: "ssss", body: [INHIBIT_WHAT, WHO, why, "block"] }, { receiveFds: true });
-    const fd = reply.body[0];
-    if (reply.signature !== "h" || typeof fd !== "number" || fd < 0) throw new Error(`logind Inhibit answered '${reply.signature}' without a file descriptor`);
-    this.log.info({ fd, what: INHIBIT_WHAT }, "logind inhibitor taken");
+    const fds: number[] = [];
+    try {
+      for (const what of INHIBIT_WHAT) {
+        const reply = await this.client.callRaw({ ...MANAGER, member: "Inhibit", signature: "ssss", body: [what, WHO, why, "block"] }, { receiveFds: true });
+        const fd = reply.body[0];
+        if (reply.signature !== "h" || typeof fd !== "number" || fd < 0) throw new Error(`logind Inhibit ${what} answered '${reply.signature}' without a file descriptor`);
+        fds.push(fd);
+      }
+    } catch (e) {
+      for (const fd of fds) libc.close(fd);
+      throw e;
+    }
+    this.log.info({ fds, what: INHIBIT_WHAT.join(":") }, "logind inhibitors taken");
     let open = true;
     return () => {
       if (!open) return;
       open = false;
-      libc.close(fd);
-      this.log.info({ fd }, "logind inhibitor released");
+      for (const fd of fds) libc.close(fd);
+      this.log.info({ fds }, "logind inhibitors released");
     };
   }
 
