@@ -103,10 +103,10 @@ c_logind_inhibit() {
   id=$(jq -r .clientId <<<"$reg")
   r=$(bcall power2 acquireWakeLock "{\"clientId\":\"$id\",\"timeout\":60}")
   jq -e '.returnValue' <<<"$r" >/dev/null || { echo "$reg / $r"; kill $REG_PID; return 1; }
-  local held; held=$(busctl call --system org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager ListInhibitors --json=short | jq -r '.data[0][] | select(.[1] == "devservices" or (.[2] | test("devservices|wake"; "i"))) | .[0]' | head -1)
+  local held; held=$(busctl call --system org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager ListInhibitors --json=short | jq -r '[.data[0][] | select(.[1] | test("devservices")) | .[0]] | sort | join(":")')
   bcall power2 releaseWakeLock "{\"clientId\":\"$id\"}" >/dev/null
   kill $REG_PID 2>/dev/null; wait $REG_PID 2>/dev/null
-  [ -n "$held" ] || { echo "no devservices inhibitor in logind: $(busctl call --system org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager ListInhibitors)"; return 1; }
+  [ "$held" = "idle:shutdown:sleep" ] || { echo "devservices inhibitors in logind: '$held'; all: $(busctl call --system org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager ListInhibitors)"; return 1; }
   echo "wake lock held as a logind inhibitor ($held)"
 }
 
@@ -246,7 +246,7 @@ c_activation() {
 # ------------------------------------------------------------------ 7. one process per service
 caps_mask() {  # names -> the CapEff mask
   local m=0 c
-  for c in $1; do
+  for c in ${1^^}; do
     case $c in CAP_SETGID) m=$((m | 1 << 6)) ;; CAP_SETUID) m=$((m | 1 << 7)) ;; CAP_NET_ADMIN) m=$((m | 1 << 12)) ;;
       CAP_NET_RAW) m=$((m | 1 << 13)) ;; CAP_SYS_BOOT) m=$((m | 1 << 22)) ;; *) echo "unknown $c" >&2 ;; esac
   done
