@@ -96,13 +96,22 @@ export async function call(argv: string[]) {
             done();
           }, waitMs)
         : undefined;
-    const open = await openCall(client, busName, method, text, waitMs, (m) => {
-      print(m);
-      if (count !== undefined && ++seen >= count) done();
-    });
-    print(open.first);
-    if (open.fd !== undefined) process.stderr.write(`devservices: the reply carried file descriptor ${open.fd}\n`);
-    seen++;
+    const open = await openCall(
+      client,
+      busName,
+      method,
+      text,
+      waitMs,
+      (first, fd) => {
+        print(first);
+        if (fd !== undefined) process.stderr.write(`devservices: the reply carried file descriptor ${fd}\n`);
+        seen++;
+      },
+      (m) => {
+        print(m);
+        if (count !== undefined && ++seen >= count) done();
+      },
+    );
     const stays = open.first.subscribed === true;
     if (!stays || (count !== undefined && seen >= count) || (count === undefined && !flags.interactive)) done();
     open.ended.then(() => done());
@@ -137,9 +146,18 @@ interface OpenCall {
  * "Subscriptions"): later messages are the service's Push signals for this call's
  * serial, taken from the service's connection only, and an Ended signal, the service
  * leaving the bus or cancel() ends it. BusClient.subscribe adds "subscribe":true to
- * the payload; luna-send's -i and -n send what they are given.
+ * the payload; luna-send's -i and -n send what they are given. onFirst gets the first
+ * response before onMessage gets any push (the service sent them in that order).
  */
-async function openCall(client: BusClient, busName: string, method: string, text: string, timeoutMs: number, onMessage: (m: Json) => void): Promise<OpenCall> {
+async function openCall(
+  client: BusClient,
+  busName: string,
+  method: string,
+  text: string,
+  timeoutMs: number,
+  onFirst: (first: Json, fd: number | undefined) => void,
+  onMessage: (m: Json) => void,
+): Promise<OpenCall> {
   const path = objectPath(busName);
   const serial = client.conn.newSerial();
   let active = true;
@@ -176,6 +194,8 @@ async function openCall(client: BusClient, busName: string, method: string, text
   const first = parseJson(reply.body[0]);
   const fd = reply.signature === "sh" ? (reply.body[1] as number) : undefined;
   service = reply.sender;
+  // The first response goes out before any push that came in behind it.
+  onFirst(first, fd);
   const queued = early;
   early = undefined;
   if (first?.subscribed !== true || !service) end();
