@@ -255,14 +255,14 @@ guest("camera service on vivid", () => {
       await eventually(() => lists.length >= 1, 10000, 10);
       // Within a second of the node going, with slack for an emulated machine.
       expect(performance.now() - t0).toBeLessThan(3000);
-      expect(lists[0]).toEqual({ deviceList: [] });
+      expect(lists[0]).toEqual({ returnValue: true, deviceList: [] });
     } finally {
       t0 = performance.now();
       run(["modprobe", "vivid", "n_devs=1", "node_types=0x1"]);
     }
     await eventually(() => lists.length >= 2, 10000, 10);
     expect(performance.now() - t0).toBeLessThan(3000);
-    expect(lists[1]).toEqual({ deviceList: [{ id: "camera1" }] });
+    expect(lists[1]).toEqual({ returnValue: true, deviceList: [{ id: "camera1" }] });
     await sub.cancel();
   }, 60000);
 });
