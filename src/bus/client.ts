@@ -16,9 +16,22 @@ export interface CallOptions {
   receiveFds?: boolean;
 }
 
+export interface SubscribeOptions extends CallOptions {
+  /**
+   * The payload goes as it is: no `"subscribe":true` is added, and the call stays open
+   * only when the first response says `subscribed:true` (luna-send's -i and -n: methods
+   * that always subscribe, such as power2 registerStateTransition).
+   */
+  asWritten?: boolean;
+  /** Gets the first response before onMessage gets any push (pushes can arrive right behind it). */
+  onFirst?: (first: Json, fd: number | undefined) => void;
+}
+
 export interface ClientSubscription {
   /** The first response (its `subscribed` is true when the call stayed open). */
   first: Json;
+  /** A file descriptor the first response carried (signature `sh`). */
+  fd?: number;
   /** Call serial: the subscription's key on the wire (docs/bus.md). */
   serial: number;
   /** Resolves when the service ends it, cancels it, or leaves the bus. */
@@ -155,7 +168,7 @@ export class BusClient implements Peers {
    * A call with `subscribe: true`: onMessage gets every later message. When the first
    * response is not `subscribed: true`, nothing stays open and `ended` is resolved.
    */
-  async subscribe(service: string, method: string, payload: Json, onMessage: (m: Json) => void, opts: CallOptions = {}): Promise<ClientSubscription> {
+  async subscribe(service: string, method: string, payload: Json, onMessage: (m: Json) => void, opts: SubscribeOptions = {}): Promise<ClientSubscription> {
     const busName = busNameOf(service);
     const path = objectPath(busName);
     const serial = this.conn.newSerial();
@@ -176,14 +189,17 @@ export class BusClient implements Peers {
     this.pushHandlers.set(serial, handler);
     let reply: Message;
     try {
-      reply = await this.conn.call({ type: METHOD_CALL, ...this.message(service, method, { ...payload, subscribe: true }) }, opts.timeoutMs ?? 25000, serial);
+      const sent = opts.asWritten ? payload : { ...payload, subscribe: true };
+      reply = await this.conn.call({ type: METHOD_CALL, ...this.message(service, method, sent) }, opts.timeoutMs ?? 25000, serial);
     } catch (e) {
       handler.onEnd();
       throw e;
     }
     const first = parseJson(reply.body[0]);
+    const fd = reply.signature === "sh" ? (reply.body[1] as number) : undefined;
     // The service is the connection that answered: signals of this serial from any other are dropped.
     handler.service = reply.sender;
+    opts.onFirst?.(first, fd);
     const early = handler.early ?? [];
     handler.early = undefined;
     if (first.subscribed !== true || !reply.sender) handler.onEnd();
@@ -196,6 +212,7 @@ export class BusClient implements Peers {
     }
     return {
       first,
+      fd,
       serial,
       ended,
       cancel: async () => {

@@ -1,8 +1,7 @@
 // devservices call: the platform's luna-send.
-import { resolveBusAddress, METHOD_CALL, type Message } from "../bus/connection";
+import { resolveBusAddress } from "../bus/connection";
 import { BusClient } from "../bus/client";
-import { parseUri, objectPath, memberName, SUBSCRIPTION_INTERFACE } from "../bus/wire";
-import { parseJson } from "../bus/json";
+import { parseUri } from "../bus/wire";
 import { cli, usage, wholeNumber } from "./args";
 
 export const USAGE = `devservices call [--bus ADDRESS] [-n COUNT] [-i] [-f] [-w MS] [-a APPID] URI [PAYLOAD]
@@ -96,20 +95,22 @@ export async function call(argv: string[]) {
             done();
           }, waitMs)
         : undefined;
-    const open = await openCall(
-      client,
+    const open = await client.subscribe(
       busName,
       method,
-      text,
-      waitMs,
-      (first, fd) => {
-        print(first);
-        if (fd !== undefined) process.stderr.write(`devservices: the reply carried file descriptor ${fd}\n`);
-        seen++;
-      },
+      payload!,
       (m) => {
         print(m);
         if (count !== undefined && ++seen >= count) done();
+      },
+      {
+        timeoutMs: waitMs,
+        asWritten: true,
+        onFirst: (first, fd) => {
+          print(first);
+          if (fd !== undefined) process.stderr.write(`devservices: the reply carried file descriptor ${fd}\n`);
+          seen++;
+        },
       },
     );
     const stays = open.first.subscribed === true;
@@ -131,92 +132,3 @@ export async function call(argv: string[]) {
   client.close();
   process.exit(0);
 }
-
-interface OpenCall {
-  first: Record<string, any>;
-  fd?: number;
-  /** Resolves when the service ends the subscription or leaves the bus (at once when the call did not subscribe). */
-  ended: Promise<void>;
-  /** Cancels the subscription (the service's Cancel); nothing when it has ended. */
-  cancel(): Promise<void>;
-}
-
-/**
- * A call that may become a subscription, its payload sent as it is (docs/bus.md,
- * "Subscriptions"): later messages are the service's Push signals for this call's
- * serial, taken from the service's connection only, and an Ended signal, the service
- * leaving the bus or cancel() ends it. BusClient.subscribe adds "subscribe":true to
- * the payload; luna-send's -i and -n send what they are given. onFirst gets the first
- * response before onMessage gets any push (the service sent them in that order).
- */
-async function openCall(
-  client: BusClient,
-  busName: string,
-  method: string,
-  text: string,
-  timeoutMs: number,
-  onFirst: (first: Json, fd: number | undefined) => void,
-  onMessage: (m: Json) => void,
-): Promise<OpenCall> {
-  const path = objectPath(busName);
-  const serial = client.conn.newSerial();
-  let active = true;
-  let endResolve!: () => void;
-  const ended = new Promise<void>((r) => (endResolve = r));
-  let unwatch: (() => void) | undefined;
-  // Signals of this serial that came before the reply told which connection is the service's.
-  let early: Message[] | undefined = [];
-  let service: string | undefined;
-  const end = () => {
-    if (!active) return;
-    active = false;
-    off();
-    unwatch?.();
-    endResolve();
-  };
-  const take = (msg: Message) => {
-    if (!active || msg.sender !== service) return;
-    if (msg.member === "Push" && msg.signature === "us") onMessage(parseJson(msg.body[1]));
-    else if (msg.member === "Ended") end();
-  };
-  const off = client.conn.onSignal((msg) => {
-    if (msg.interface !== SUBSCRIPTION_INTERFACE || msg.path !== path || msg.body[0] !== serial) return;
-    if (early) early.push(msg);
-    else take(msg);
-  });
-  let reply: Message;
-  try {
-    reply = await client.conn.call({ type: METHOD_CALL, destination: busName, path, interface: busName, member: memberName(method), signature: "s", body: [text] }, timeoutMs, serial);
-  } catch (e) {
-    end();
-    throw e;
-  }
-  const first = parseJson(reply.body[0]);
-  const fd = reply.signature === "sh" ? (reply.body[1] as number) : undefined;
-  service = reply.sender;
-  // The first response goes out before any push that came in behind it.
-  onFirst(first, fd);
-  const queued = early;
-  early = undefined;
-  if (first?.subscribed !== true || !service) end();
-  else {
-    for (const m of queued) take(m);
-    if (active) {
-      const stop = await client.watchPeer(service, end).catch(() => undefined);
-      if (active) unwatch = stop;
-      else stop?.();
-    }
-  }
-  return {
-    first,
-    fd,
-    ended,
-    cancel: async () => {
-      if (!active) return;
-      end();
-      await client.callRaw({ destination: busName, path, interface: SUBSCRIPTION_INTERFACE, member: "Cancel", signature: "u", body: [serial] }).catch(() => {});
-    },
-  };
-}
-
-type Json = Record<string, any>;
