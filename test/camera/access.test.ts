@@ -9,7 +9,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
-import { BUN, ROOT, eventually, openBusToAll, swapAs } from "../helpers/harness";
+import { BUN, ROOT, eachLine, eventually, openBusToAll, swapAs } from "../helpers/harness";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
@@ -52,21 +52,11 @@ async function clientOf(address: string, home: string, clients: Client[], uid: n
   );
   const lines: string[] = [];
   const waiting: ((l: string) => void)[] = [];
-  void (async () => {
-    const dec = new TextDecoder();
-    let buf = "";
-    for await (const chunk of p.stdout) {
-      buf += dec.decode(chunk);
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const l = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        const w = waiting.shift();
-        if (w) w(l);
-        else lines.push(l);
-      }
-    }
-  })();
+  void eachLine(p.stdout, (l) => {
+    const w = waiting.shift();
+    if (w) w(l);
+    else lines.push(l);
+  });
   const next = () =>
     new Promise<Json>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`client of uid ${uid}: no answer`)), 25000);

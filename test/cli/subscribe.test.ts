@@ -7,7 +7,7 @@ import { test, expect, beforeAll, afterAll } from "bun:test";
 import { spawn, type Subprocess } from "bun";
 import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { testEnv, BINARY, ROOT, eventually, type Env } from "../helpers/harness";
+import { testEnv, BINARY, ROOT, eachLine, eventually, type Env } from "../helpers/harness";
 
 let env: Env;
 let server: Subprocess;
@@ -31,17 +31,7 @@ async function run(line: string) {
 /** The lines a long-running child prints, as they come. */
 function lines(p: Subprocess<any, "pipe", any>) {
   const got: string[] = [];
-  const done = (async () => {
-    let buf = "";
-    for await (const chunk of p.stdout) {
-      buf += new TextDecoder().decode(chunk);
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        got.push(buf.slice(0, i));
-        buf = buf.slice(i + 1);
-      }
-    }
-  })();
+  const done = eachLine(p.stdout, (l) => got.push(l));
   return { got, done };
 }
 

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { BINARY, binaryBuilt, eventually } from "../helpers/harness";
+import { BINARY, binaryBuilt, eachLine, eventually } from "../helpers/harness";
 import { SIGNAL } from "../../src/bus/codec";
 
 const POWER = "com.vendor.service.power2";
@@ -51,18 +51,7 @@ export async function serve(services: string[]): Promise<Served> {
 export function start(argv: string[], address: string) {
   const proc = spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, DEVSERVICES_BUS: address } });
   const lines: string[] = [];
-  const done = (async () => {
-    let buf = "";
-    for await (const chunk of proc.stdout) {
-      buf += new TextDecoder().decode(chunk);
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        lines.push(buf.slice(0, i));
-        buf = buf.slice(i + 1);
-      }
-    }
-    if (buf) lines.push(buf);
-  })();
+  const done = eachLine(proc.stdout, (l) => lines.push(l), { last: true });
   const stderr = new Response(proc.stderr).text();
   return {
     proc,

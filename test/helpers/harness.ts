@@ -64,6 +64,25 @@ export async function testEnv(): Promise<Env> {
 }
 
 /**
+ * Calls onLine with each line a child's output carries, as it comes; with `last`, also
+ * with a final line that has no newline. Resolves when the stream ends.
+ */
+export async function eachLine(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void, opts: { last?: boolean } = {}): Promise<void> {
+  const decoder = new TextDecoder();
+  let buf = "";
+  for await (const chunk of stream) {
+    buf += decoder.decode(chunk, { stream: true });
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      onLine(line);
+    }
+  }
+  if (opts.last && buf) onLine(buf);
+}
+
+/**
  * Runs a TypeScript file (test/fixtures/...) as a separate process with the bus
  * address in DEVSERVICES_BUS. Lines it prints are collected; waitFor() awaits one.
  * `prefix` runs it through another command (e.g. setpriv, as another uid).
@@ -77,23 +96,13 @@ export function spawnScript(script: string, args: string[] = [], env: Record<str
   });
   const lines: string[] = [];
   const waiters: { pred: (l: string) => boolean; resolve: (l: string) => void }[] = [];
-  (async () => {
-    const decoder = new TextDecoder();
-    let buf = "";
-    for await (const chunk of proc.stdout) {
-      buf += decoder.decode(chunk);
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        lines.push(line);
-        for (const w of [...waiters]) if (w.pred(line)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(line);
-        }
-      }
+  void eachLine(proc.stdout, (line) => {
+    lines.push(line);
+    for (const w of [...waiters]) if (w.pred(line)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(line);
     }
-  })();
+  });
   return {
     proc,
     lines,

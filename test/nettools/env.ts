@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { BusClient } from "../../src/bus/client";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
-import { BINARY, BUN, ROOT, eventually, openBusToAll } from "../helpers/harness";
+import { BINARY, BUN, ROOT, eachLine, eventually, openBusToAll } from "../helpers/harness";
 
 const IP = "/usr/sbin/ip";
 const UNSHARE = "/usr/bin/unshare";
@@ -170,18 +170,7 @@ export async function makeWorld(tag: string, opts: WorldOptions = {}): Promise<W
       await service.exited;
       clearTimeout(t);
     });
-    (async () => {
-      const dec = new TextDecoder();
-      let buf = "";
-      for await (const chunk of service.stdout) {
-        buf += dec.decode(chunk);
-        let i;
-        while ((i = buf.indexOf("\n")) >= 0) {
-          world.log.push(buf.slice(0, i));
-          buf = buf.slice(i + 1);
-        }
-      }
-    })();
+    void eachLine(service.stdout, (l) => world.log.push(l));
 
     const clients: BusClient[] = [];
     cleanups.push(() => clients.forEach((c) => c.close()));

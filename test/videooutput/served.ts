@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
-import { binaryForAnyUser, callAsUser, openBusToAll, ROOT, spawnScript, testEnv, type Env } from "../helpers/harness";
+import { binaryForAnyUser, callAsUser, eachLine, openBusToAll, ROOT, spawnScript, testEnv, type Env } from "../helpers/harness";
 import { VO } from "./env";
 
 export interface Served {
@@ -48,19 +48,9 @@ export async function serveVideoOutput(config: object = {}): Promise<Served> {
         cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { HOME: dir, PATH: "/usr/bin:/bin" },
       });
       const h: Held = { proc, messages: [] };
-      (async () => {
-        const decoder = new TextDecoder();
-        let buf = "";
-        for await (const chunk of proc.stdout) {
-          buf += decoder.decode(chunk);
-          let i;
-          while ((i = buf.indexOf("\n")) >= 0) {
-            const line = buf.slice(0, i).trim();
-            buf = buf.slice(i + 1);
-            if (line) h.messages.push(JSON.parse(line));
-          }
-        }
-      })();
+      void eachLine(proc.stdout, (line) => {
+        if (line.trim()) h.messages.push(JSON.parse(line));
+      });
       held.push(h);
       return h;
     },
