@@ -9,9 +9,9 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, r
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
-import { BUN, ROOT, eachLine, eventually, openBusToAll, swapAs } from "../helpers/harness";
-import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
-import { BusClient } from "../../src/bus/client";
+import { BUN, ROOT, eachLine, groupGid, serveFromSource, swapAs, type Served } from "../helpers/harness";
+import type { PrivateBus } from "../../src/bus/daemon";
+import type { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
 import { CAMERA, err } from "./setup";
 
@@ -34,10 +34,6 @@ function tree(dir: string): string[] {
   walk(dir);
   return out.sort();
 }
-
-/** The gid of a system group, made when it does not exist. */
-const groupGid = (name: string) =>
-  Number(Bun.spawnSync(["sh", "-c", `getent group ${name} || (groupadd --system ${name} && getent group ${name})`]).stdout.toString().trim().split(":")[2]);
 
 interface Client {
   call(method: string, payload?: Json): Promise<Json>;
@@ -95,12 +91,11 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
   let dir: string, state: string, cwd: string, rootDir: string, mine: string, home: string;
   let gid: number;
   let service: Subprocess;
+  let served: Served | undefined;
   const clients: Client[] = [];
 
   beforeAll(async () => {
     gid = groupGid(GROUP);
-    bus = await startPrivateBus();
-    openBusToAll(bus.address);
     dir = mkdtempSync(join(tmpdir(), "camera-access-"));
     chmodSync(dir, 0o755);
     state = join(dir, "state");
@@ -111,11 +106,8 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
     for (const d of [state, cwd, join(cwd, "pics"), rootDir, mine, home]) mkdirSync(d, { mode: 0o755 });
     chownSync(mine, NOBODY, NOBODY);
     chmodSync(home, 0o1777);
-    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "camera2", "--bus", bus.address, "--state-dir", state, "--log-level", "warn"], {
-      cwd, stdin: "ignore", stdout: "ignore", stderr: "inherit",
-    });
-    control = await BusClient.connect(bus.address);
-    await eventually(() => control.hasOwner(CAMERA), 20000, 50);
+    served = await serveFromSource(["camera2", "--state-dir", state, "--log-level", "warn"], [CAMERA], cwd);
+    ({ bus, control, service } = served);
   }, 30000);
 
   // A test's clients go with it (a failed one must not leave a camera held).
@@ -124,10 +116,7 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
   });
 
   afterAll(async () => {
-    control?.close();
-    service?.kill("SIGKILL");
-    await service?.exited;
-    await bus?.stop();
+    await served?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -264,11 +253,10 @@ describe.skipIf(skip !== null)("camera: a configured access group and appIds", (
   let control: BusClient;
   let dir: string;
   let service: Subprocess;
+  let served: Served | undefined;
   const clients: Client[] = [];
 
   beforeAll(async () => {
-    bus = await startPrivateBus();
-    openBusToAll(bus.address);
     dir = mkdtempSync(join(tmpdir(), "camera-access-group-"));
     chmodSync(dir, 0o755);
     const board = join(dir, "board.json");
@@ -276,11 +264,8 @@ describe.skipIf(skip !== null)("camera: a configured access group and appIds", (
       name: "camera-access-group", backend: "virtual", services: ["camera2"],
       serviceConfig: { camera2: { accessGroup: CONFIGURED, appIds: [APP] } },
     }));
-    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "camera2", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error"], {
-      cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "inherit",
-    });
-    control = await BusClient.connect(bus.address);
-    await eventually(() => control.hasOwner(CAMERA), 20000, 50);
+    served = await serveFromSource(["camera2", "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error"], [CAMERA], dir);
+    ({ bus, control, service } = served);
   }, 30000);
 
   afterEach(async () => {
@@ -288,10 +273,7 @@ describe.skipIf(skip !== null)("camera: a configured access group and appIds", (
   });
 
   afterAll(async () => {
-    control?.close();
-    service?.kill("SIGKILL");
-    await service?.exited;
-    await bus?.stop();
+    await served?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -151,6 +151,40 @@ export function openBusToAll(address: string): void {
   chmodSync(socket, 0o777);
 }
 
+/** The gid of a system group, made if the host lacks it (the access tests' groups). */
+export function groupGid(name: string): number {
+  return Number(Bun.spawnSync(["sh", "-c", `getent group ${name} || (groupadd --system ${name} && getent group ${name})`]).stdout.toString().trim().split(":")[2]);
+}
+
+/** Services run from source (`serve ARGS`) on a private bus every uid may reach, with a client of the test's own. */
+export interface Served {
+  bus: PrivateBus;
+  service: Subprocess;
+  control: BusClient;
+  /** Ends the service (SIGKILL), the client and the bus. */
+  stop(): Promise<void>;
+}
+
+/** Starts `serve ARGS --bus <its own>` from source in `cwd` and waits until each of `names` is owned. */
+export async function serveFromSource(args: string[], names: string[], cwd: string): Promise<Served> {
+  const bus = await startPrivateBus();
+  openBusToAll(bus.address);
+  const service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", ...args, "--bus", bus.address], { cwd, stdin: "ignore", stdout: "ignore", stderr: "inherit" });
+  const control = await BusClient.connect(bus.address);
+  await eventually(async () => (await Promise.all(names.map((n) => control.hasOwner(n)))).every(Boolean), 20000, 50);
+  return {
+    bus,
+    service,
+    control,
+    async stop() {
+      control.close();
+      service.kill("SIGKILL");
+      await service.exited;
+      await bus.stop();
+    },
+  };
+}
+
 /**
  * The shipped binary in `dir` (made enterable by every uid), hard-linked or else
  * copied, for callers run as other users: the checkout itself may sit in a

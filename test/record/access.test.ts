@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawn, type Subprocess } from "bun";
-import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll, callAsUser, swapAs } from "../helpers/harness";
-import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
-import { BusClient } from "../../src/bus/client";
+import type { Subprocess } from "bun";
+import { binaryBuilt, binaryForAnyUser, groupGid, serveFromSource, callAsUser, swapAs, type Served } from "../helpers/harness";
+import type { PrivateBus } from "../../src/bus/daemon";
+import type { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
 import { ffprobe, AUDIO, MAIN, VIDEO } from "./env";
 import virtual from "../../recipes/boards/virtual.json" with { type: "json" };
@@ -51,11 +51,10 @@ describe.skipIf(skip !== null)("record: the caller's rights", () => {
   let dir: string, state: string, rootDir: string, pub: string, mine: string, app: string;
   let gid: number;
   let service: Subprocess;
+  let served: Served | undefined;
 
   beforeAll(async () => {
-    gid = Number(Bun.spawnSync(["sh", "-c", `getent group ${GROUP} || (groupadd --system ${GROUP} && getent group ${GROUP})`]).stdout.toString().trim().split(":")[2]);
-    bus = await startPrivateBus();
-    openBusToAll(bus.address);
+    gid = groupGid(GROUP);
     dir = mkdtempSync(join(tmpdir(), "record-access-"));
     app = binaryForAnyUser(dir);
     state = join(dir, "state");
@@ -73,18 +72,12 @@ describe.skipIf(skip !== null)("record: the caller's rights", () => {
       ...virtual,
       record: { ...virtual.record, formats: { MOV: { muxer: "mp4mux", codecs: ["H264", "AAC"] }, MKV: { muxer: "matroskamux", codecs: ["H264", "AAC"] } } },
     }));
-    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "record", "filecache", "--bus", bus.address, "--board", board, "--state-dir", state, "--log-level", "warn"], {
-      cwd: rootDir, stdin: "ignore", stdout: "ignore", stderr: "inherit",
-    });
-    control = await BusClient.connect(bus.address);
-    await eventually(async () => (await control.hasOwner(MAIN)) && (await control.hasOwner(FC)), 20000, 50);
+    served = await serveFromSource(["record", "filecache", "--board", board, "--state-dir", state, "--log-level", "warn"], [MAIN, FC], rootDir);
+    ({ bus, control, service } = served);
   }, 30000);
 
   afterAll(async () => {
-    control?.close();
-    service?.kill("SIGKILL");
-    await service?.exited;
-    await bus?.stop();
+    await served?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -253,12 +246,10 @@ describe.skipIf(skip !== null)("record: a configured access group", () => {
   let control: BusClient;
   let dir: string, mine: string, app: string;
   let service: Subprocess;
-  const gidOf = (name: string) =>
-    Number(Bun.spawnSync(["sh", "-c", `getent group ${name} || (groupadd --system ${name} && getent group ${name})`]).stdout.toString().trim().split(":")[2]);
+  let served: Served | undefined;
+  const gidOf = groupGid;
 
   beforeAll(async () => {
-    bus = await startPrivateBus();
-    openBusToAll(bus.address);
     dir = mkdtempSync(join(tmpdir(), "record-access-group-"));
     app = binaryForAnyUser(dir);
     mine = join(dir, "mine");
@@ -266,18 +257,12 @@ describe.skipIf(skip !== null)("record: a configured access group", () => {
     chownSync(mine, NOBODY, NOBODY);
     const board = join(dir, "board.json");
     writeFileSync(board, JSON.stringify({ ...virtual, serviceConfig: { ...(virtual as any).serviceConfig, record: { accessGroup: CONFIGURED } } }));
-    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "record", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error"], {
-      cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "inherit",
-    });
-    control = await BusClient.connect(bus.address);
-    await eventually(() => control.hasOwner(MAIN), 20000, 50);
+    served = await serveFromSource(["record", "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error"], [MAIN], dir);
+    ({ bus, control, service } = served);
   }, 30000);
 
   afterAll(async () => {
-    control?.close();
-    service?.kill("SIGKILL");
-    await service?.exited;
-    await bus?.stop();
+    await served?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
