@@ -1,7 +1,7 @@
 // devservices serve: hosts services on a bus, under systemd or by hand.
 import { resolveBusAddress } from "../bus/connection";
 import { loadBoard } from "../core/board";
-import { configureLogging } from "../core/log";
+import { configureLogging, exitAfterLog } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
 import { StoreTooNew } from "../core/store";
@@ -37,7 +37,7 @@ export async function serve(argv: string[]) {
   // own report with source lines.
   const fatal = (what: string) => (e: unknown) => {
     log.fatal({ err: e }, what);
-    process.exit(1);
+    exitAfterLog(1);
   };
   process.on("uncaughtException", fatal("uncaught exception; exiting"));
   process.on("unhandledRejection", fatal("unhandled rejection; exiting"));
@@ -58,7 +58,7 @@ export async function serve(argv: string[]) {
     log.fatal({ err: e }, "cannot start");
     // 78 (EX_CONFIG): every service refused a store newer than this binary (a rollback
     // to an older slot); restarting cannot mend that (RestartPreventExitStatus=78).
-    process.exit(e instanceof StoreTooNew ? EXIT_STORE_TOO_NEW : 1);
+    return exitAfterLog(e instanceof StoreTooNew ? EXIT_STORE_TOO_NEW : 1);
   }
   log.info({ bus: busAddress, board: board.name, services: rt.services.map((s) => s.module.spec.busName), failed: rt.failed.map((f) => f.name) }, "devservices ready");
   // Under systemd (Type=notify): ready once every name that can be is owned (a
@@ -68,7 +68,7 @@ export async function serve(argv: string[]) {
   systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
   rt.server.onDisconnect.push(() => {
     log.fatal("lost the bus; exiting");
-    process.exit(1);
+    exitAfterLog(1);
   });
   await signalled;
   log.info("stopping");
@@ -77,10 +77,10 @@ export async function serve(argv: string[]) {
   // STOP_DEADLINE_MS (systemd's own stop timeout is longer).
   setTimeout(() => {
     log.error(`services did not stop within ${STOP_DEADLINE_MS} ms; exiting`);
-    process.exit(1);
+    exitAfterLog(1, 300);
   }, STOP_DEADLINE_MS).unref();
   await rt.stop();
-  process.exit(0);
+  exitAfterLog(0);
 }
 
 /** serve's exit status when every service refused a store newer than this binary. */

@@ -49,11 +49,20 @@ function create(level: string, destination?: number | string): Logger {
   // A dropped line that was to tell earlier drops gives its count back.
   dest.on("drop", (line: string) => void (dropped += 1 + Number(/^[^{]*\{"level":\d+,"time":\d+,"pid":\d+,"droppedLines":(\d+)/.exec(String(line))?.[1] ?? 0)));
   dest.on("error", () => {});
+  // pino calls flushSync after every fatal line. With a write in flight, sonic-boom's
+  // flushSync writes the queued lines ahead of it (out of order); with a reader that
+  // has stopped, it blocks the event loop. Lines go out in order through the queue
+  // instead, and exitAfterLog waits for it. At exit, what is queued behind no write in
+  // flight is written at once.
+  const flushSync = dest.flushSync.bind(dest);
+  dest.flushSync = () => {};
   process.once("exit", () => {
+    if ((dest as { _writing?: boolean })._writing) return;
     try {
-      dest.flushSync();
+      flushSync();
     } catch {}
   });
+  current = dest;
   const mixin = () => {
     if (!dropped) return {};
     const n = dropped;
@@ -97,6 +106,25 @@ export class Throttle {
   get size(): number {
     return this.held.size;
   }
+}
+
+/** The destination of the logger configureLogging made last. */
+let current: ReturnType<typeof pino.destination> | undefined;
+
+/**
+ * Exits with `code` once every log line is written (waiting at most `ms` for a
+ * reader that stalls). A line written just before process.exit() may still be in an
+ * asynchronous write, which the exit hook's flushSync cannot see: it would come out
+ * after later lines, or not at all. Exits the same way when nothing is pending.
+ */
+export function exitAfterLog(code: number, ms = 1000): void {
+  process.exitCode = code;
+  const dest = current as (ReturnType<typeof pino.destination> & { _writing?: boolean; _len?: number }) | undefined;
+  if (!dest || (!dest._writing && !dest._len)) process.exit(code);
+  const exit = () => process.exit(code);
+  dest.once("drain", exit);
+  dest.once("error", exit);
+  setTimeout(exit, ms);
 }
 
 let root: Logger = create(process.env.DEVSERVICES_LOG_LEVEL ?? "info");

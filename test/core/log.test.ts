@@ -97,3 +97,24 @@ test("lines a stalled reader cannot take are dropped, never held past the buffer
     libc.close(r);
   }
 }, 30000);
+
+test("an exit after a fatal line waits for the lines before it: both are written, in order, and the exit status is kept", async () => {
+  const { BUN, ROOT } = await import("../helpers/harness");
+  // The reader starts late, so the first line is still being written (asynchronously)
+  // when the fatal line is logged and the process asks to exit.
+  const run = async (how: string) => {
+    const p = spawn([BUN, join(ROOT, "test/fixtures/log-then-exit.ts"), how], { stdout: "pipe", stderr: "inherit" });
+    await Bun.sleep(300);
+    const out = await new Response(p.stdout).text();
+    return { code: await p.exited, msgs: out.split("\n").filter(Boolean).map((l) => JSON.parse(l).msg) };
+  };
+  // Whether the first write has started when the fatal line comes is a race: twelve at once.
+  const runs = await Promise.all(Array.from({ length: 12 }, () => run("exitAfterLog")));
+  for (const r of runs) expect(r).toEqual({ code: 1, msgs: ["first", "last"] });
+  // A reader that never reads holds the first line: the exit waits a bounded time, and
+  // the fatal line never blocks the process.
+  const p = spawn([BUN, join(ROOT, "test/fixtures/log-then-exit.ts"), "exitAfterLog"], { stdout: "pipe", stderr: "inherit" });
+  const t0 = performance.now();
+  expect(await p.exited).toBe(1);
+  expect(performance.now() - t0).toBeLessThan(5000);
+}, 15000);
