@@ -9,6 +9,15 @@
 // method whose rule is "any" or a decision on the request (the service decides);
 // each group named by a method's rule may call that method; root may call all. The
 // service checks the same rules itself: a private bus has no policy.
+//
+// Receiving: a subscribable method's shared topics may reach its subscribers as
+// broadcast signals (interface com.vendor.devservices.Topic, member = the method's,
+// on the service's path; docs/decisions/fanout.md), which the daemon delivers to any
+// connection with a matching rule that its receive policy allows. Nobody may receive
+// them (deny by default) except: everyone those of a method whose rule is "any", each
+// group those of the methods its rule names, root all. The service broadcasts a
+// method limited to root or groups only where it is told the bus enforces this
+// policy (DEVSERVICES_BUS_POLICY=layer); on any other bus those stay addressed.
 import type { ServiceModule } from "./core/service";
 import { describeRule, type AccessRule } from "./core/access";
 import { memberName } from "./bus/wire";
@@ -18,6 +27,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 
 const SUBSCRIPTION = "com.vendor.devservices.Subscription";
+const TOPIC = "com.vendor.devservices.Topic";
 /** The members of the standard interfaces every service answers (src/bus/server.ts). */
 const STANDARD: [string, string][] = [
   ["org.freedesktop.DBus.Introspectable", "Introspect"],
@@ -27,6 +37,8 @@ const STANDARD: [string, string][] = [
   ["org.freedesktop.DBus.Properties", "GetAll"],
   ["org.freedesktop.DBus.Properties", "Set"],
   [SUBSCRIPTION, "Cancel"],
+  [SUBSCRIPTION, "Shared"],
+  [SUBSCRIPTION, "Attach"],
 ];
 
 export interface MethodRule {
@@ -35,14 +47,16 @@ export interface MethodRule {
   /** "any": everyone; "root": root only; groups: root and these groups; request: everyone at the bus, the service decides on the request. */
   who: "any" | "root" | "request" | { groups: string[] };
   describe: string;
+  /** Its calls can open subscriptions (whose shared topics may be broadcast). */
+  subscribes: boolean;
 }
 
 export function rulesOf(module: ServiceModule<any>): MethodRule[] {
   return Object.entries(module.spec.api)
     .map(([method, spec]) => {
-      const rule = (spec as { access?: AccessRule }).access;
+      const { access: rule, subscribable, alwaysSubscribes } = spec as { access?: AccessRule; subscribable?: boolean; alwaysSubscribes?: boolean };
       const who: MethodRule["who"] = !rule || rule === "any" ? "any" : rule === "root" ? "root" : "groups" in rule ? { groups: rule.groups } : "request";
-      return { method, member: memberName(method), who, describe: describeRule(rule) };
+      return { method, member: memberName(method), who, describe: describeRule(rule), subscribes: !!(subscribable || alwaysSubscribes) };
     })
     .sort((a, b) => a.method.localeCompare(b.method));
 }
@@ -74,6 +88,9 @@ export function policyFile(module: ServiceModule<any>): { file: string; text: st
   const open = rules.filter((r) => r.who === "any" || r.who === "request");
   const groups = new Map<string, string[]>();
   for (const r of rules) if (typeof r.who === "object") for (const g of r.who.groups) groups.set(g, [...(groups.get(g) ?? []), r.member]);
+  const topicOf = (bus: string) => `receive_type="signal" receive_path="${pathOf(bus)}" receive_interface="${TOPIC}"`;
+  const receive = (bus: string, member: string) => `    <allow receive_sender="${bus}" ${topicOf(bus)} receive_member="${member}"/>`;
+  const subscribing = new Set(rules.filter((r) => r.subscribes).map((r) => r.member));
   const restricted = rules.filter((r) => r.who !== "any" && r.who !== "request");
   const summary = restricted.length
     ? `Anyone may call ${open.map((r) => r.method).join(", ") || "nothing"}; ${restricted.map((r) => `${r.method}: ${r.describe}`).join("; ")}.`
@@ -85,7 +102,8 @@ export function policyFile(module: ServiceModule<any>): { file: string; text: st
     `<!-- ${esc(module.spec.busName)} (devservices). Generated from the method tables by scripts/policy.ts: do not edit.`,
     `     ${esc(summary)}`,
     `     Deny by default: each method is allowed by its member (the spec's method path with "/"`,
-    `     replaced by "_") to the callers its rule names; root may call all.` +
+    `     replaced by "_") to the callers its rule names; root may call all. The broadcast signals of a`,
+    `     subscribable method's shared topics (${TOPIC}) reach only those its rule admits.` +
       (instanced ? `
      Instances: the pipeline ids of the boards in recipes/boards (${names.map(esc).join(", ")}).` : "") +
       ` -->`,
@@ -96,6 +114,8 @@ export function policyFile(module: ServiceModule<any>): { file: string; text: st
     instanced ? `    <allow send_destination_prefix="${prefix}"/>` : `    <allow ${destination(prefix)}/>`,
     `    <!-- Subscription messages are unicast signals from the service to each subscriber. -->`,
     `    <allow send_type="signal" send_interface="${SUBSCRIPTION}"/>`,
+    `    <!-- Shared topics are broadcast signals that the receive rules below let through. -->`,
+    `    <allow send_type="signal" send_interface="${TOPIC}"/>`,
     `  </policy>`,
     ``,
     `  <policy context="default">`,
@@ -103,13 +123,20 @@ export function policyFile(module: ServiceModule<any>): { file: string; text: st
       ...STANDARD.map(([i, m]) => `    <allow ${destination(bus)} send_interface="${i}" send_member="${m}"/>`),
       ...open.map((r) => allow(bus, r.member)),
       `    <allow receive_sender="${bus}" receive_type="signal" receive_interface="${SUBSCRIPTION}"/>`,
+      `    <deny ${topicOf(bus)}/>`,
+      ...open.filter((r) => r.who === "any" && r.subscribes).map((r) => receive(bus, r.member)),
     ]),
     `  </policy>`,
     ...[...groups]
       .sort(([a], [b]) => a.localeCompare(b))
-      .flatMap(([g, members]) => [`  <policy group="${g}">`, ...names.flatMap((bus) => members.map((m) => allow(bus, m))), `  </policy>`]),
+      .flatMap(([g, members]) => [
+        `  <policy group="${g}">`,
+        ...names.flatMap((bus) => [...members.map((m) => allow(bus, m)), ...members.filter((m) => subscribing.has(m)).map((m) => receive(bus, m))]),
+        `  </policy>`,
+      ]),
     `  <policy user="root">`,
     instanced ? `    <allow send_destination_prefix="${prefix}"/>` : `    <allow ${destination(prefix)}/>`,
+    ...names.map((bus) => `    <allow receive_sender="${bus}" ${topicOf(bus)}/>`),
     `  </policy>`,
     `</busconfig>`,
     ``,

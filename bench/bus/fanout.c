@@ -2,6 +2,10 @@
  *   fanout ADDRESS N ROUNDS dev DEST PATH IFACE SUB_MEMBER SUB_PAYLOAD TRIG_MEMBER TRIG_PAYLOAD
  *     each receiver calls SUB_MEMBER (a devservices subscription, kept open), and the
  *     change arrives as a unicast Push signal to each
+ *   fanout ADDRESS N ROUNDS shared DEST PATH IFACE SUB_MEMBER SUB_PAYLOAD TRIG_MEMBER TRIG_PAYLOAD
+ *     as dev, then each receiver moves the subscription's shared topics to broadcasts
+ *     (Shared, a match rule per topic, Attach: docs/decisions/fanout.md), and the change
+ *     arrives as the service's one broadcast com.vendor.devservices.Topic signal
  *   fanout ADDRESS N ROUNDS c DEST PATH IFACE MATCH_MEMBER - TRIG_MEMBER TRIG_PAYLOAD
  *     each receiver adds a match for the broadcast signal MATCH_MEMBER
  * Each round: time from sending the trigger until the last receiver has the message.
@@ -25,6 +29,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 static const char *want_member;
+static const char *want_interface;
 static int received_round;
 static int *got;
 
@@ -34,6 +39,8 @@ static int on_msg(sd_bus_message *m, void *userdata, sd_bus_error *e) {
   if (sd_bus_message_get_type(m, &type) < 0 || type != SD_BUS_MESSAGE_SIGNAL) return 0;
   const char *mem = sd_bus_message_get_member(m);
   if (!mem || strcmp(mem, want_member) != 0) return 0;
+  if (want_interface && !sd_bus_message_has_signature(m, "ss")) return 0;
+  if (want_interface && strcmp(sd_bus_message_get_interface(m) ?: "", want_interface) != 0) return 0;
   got[idx] = received_round;
   (void)e;
   return 0;
@@ -44,8 +51,10 @@ int main(int argc, char **argv) {
   const char *addr = argv[1], *mode = argv[4], *dest = argv[5], *path = argv[6], *iface = argv[7];
   const char *sub_member = argv[8], *sub_payload = argv[9], *trig_member = argv[10], *trig_payload = argv[11];
   int n = atoi(argv[2]), rounds = atoi(argv[3]);
-  int dev = strcmp(mode, "dev") == 0;
-  want_member = dev ? "Push" : sub_member;
+  int shared = strcmp(mode, "shared") == 0;
+  int dev = shared || strcmp(mode, "dev") == 0;
+  want_member = dev && !shared ? "Push" : sub_member;
+  want_interface = shared ? "com.vendor.devservices.Topic" : NULL;
   struct rlimit rl = { 65536, 65536 };
   setrlimit(RLIMIT_NOFILE, &rl);
   sd_bus **bus = calloc(n + 1, sizeof *bus);
@@ -61,11 +70,37 @@ int main(int argc, char **argv) {
     sd_bus_add_filter(bus[i], NULL, on_msg, (void *)(long)i);
     got[i] = -1;
     if (dev) {
-      sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
-      if (sd_bus_call_method(bus[i], dest, path, iface, sub_member, &e, &rep, "s", sub_payload) < 0) { fprintf(stderr, "subscribe: %s\n", e.message); return 1; }
+      sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *call = NULL, *rep = NULL;
+      if (sd_bus_message_new_method_call(bus[i], &call, dest, path, iface, sub_member) < 0 || sd_bus_message_append(call, "s", sub_payload) < 0 ||
+          sd_bus_call(bus[i], call, 0, &e, &rep) < 0) { fprintf(stderr, "subscribe: %s\n", e.message); return 1; }
       const char *answer = NULL;
       if (sd_bus_message_read(rep, "s", &answer) < 0 || !strstr(answer, "\"subscribed\":true")) { fprintf(stderr, "not subscribed: %s\n", answer ? answer : "?"); return 1; }
+      if (shared) {
+        /* Shared(u serial) -> a(ss) (member, topic); a match rule for each; Attach(u, as). */
+        uint64_t cookie = 0;
+        sd_bus_message_get_cookie(call, &cookie);
+        const char *service = sd_bus_message_get_sender(rep);
+        sd_bus_message *topics = NULL, *att = NULL, *attrep = NULL;
+        if (sd_bus_call_method(bus[i], dest, path, "com.vendor.devservices.Subscription", "Shared", &e, &topics, "u", (uint32_t)cookie) < 0) { fprintf(stderr, "Shared: %s\n", e.message); return 1; }
+        if (sd_bus_message_new_method_call(bus[i], &att, dest, path, "com.vendor.devservices.Subscription", "Attach") < 0 ||
+            sd_bus_message_append(att, "u", (uint32_t)cookie) < 0 || sd_bus_message_open_container(att, 'a', "s") < 0) { fprintf(stderr, "Attach: cannot build\n"); return 1; }
+        int n_topics = 0;
+        if (sd_bus_message_enter_container(topics, 'a', "(ss)") < 0) { fprintf(stderr, "Shared: bad reply\n"); return 1; }
+        const char *member, *id;
+        while (sd_bus_message_read(topics, "(ss)", &member, &id) > 0) {
+          char rule[768];
+          snprintf(rule, sizeof rule, "type='signal',sender='%s',path='%s',interface='com.vendor.devservices.Topic',member='%s',arg0='%s'", service, path, member, id);
+          if (sd_bus_add_match(bus[i], NULL, rule, NULL, NULL) < 0) { fprintf(stderr, "match failed\n"); return 1; }
+          sd_bus_message_append(att, "s", id);
+          n_topics++;
+        }
+        if (!n_topics) { fprintf(stderr, "the subscription has no shared topic\n"); return 1; }
+        sd_bus_message_close_container(att);
+        if (sd_bus_call(bus[i], att, 0, &e, &attrep) < 0) { fprintf(stderr, "Attach: %s\n", e.message); return 1; }
+        sd_bus_message_unref(topics); sd_bus_message_unref(att); sd_bus_message_unref(attrep);
+      }
       sd_bus_message_unref(rep);
+      sd_bus_message_unref(call);
     } else {
       char rule[512];
       snprintf(rule, sizeof rule, "type='signal',interface='%s',member='%s'", iface, sub_member);

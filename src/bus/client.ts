@@ -2,7 +2,7 @@
 // other services (or to system daemons such as logind) use this one client. It is
 // also the `Peers` that core hands to services (src/core/service.ts).
 import { connectBus, Connection, BusError, DBUS, METHOD_CALL, SIGNAL, type Message } from "./connection";
-import { busNameOf, memberName, objectPath, SUBSCRIPTION_INTERFACE } from "./wire";
+import { busNameOf, memberName, objectPath, SUBSCRIPTION_INTERFACE, TOPIC_INTERFACE } from "./wire";
 import type { Json } from "../core/errors";
 import type { Peers } from "../core/service";
 import { parseJson } from "./json";
@@ -25,6 +25,12 @@ export interface SubscribeOptions extends CallOptions {
   asWritten?: boolean;
   /** Gets the first response before onMessage gets any push (pushes can arrive right behind it). */
   onFirst?: (first: Json, fd: number | undefined) => void;
+  /**
+   * Take the subscription's shared topics as the service's broadcasts (a match rule
+   * per topic, then Attach; docs/decisions/fanout.md) rather than one addressed push
+   * each. Default true; false keeps every message addressed.
+   */
+  shared?: boolean;
 }
 
 export interface ClientSubscription {
@@ -52,11 +58,17 @@ interface PushHandler {
   path: string;
   /** The unique name that answered the subscribing call (known once its reply is). */
   service?: string;
+  /** The subscribing method's member: the member of its topics' broadcasts. */
+  member?: string;
   /** Signals of the serial received before the reply. */
   early?: Message[];
   onMessage: (m: Json) => void;
   onEnd: () => void;
+  /** Topic ids attached (their broadcasts are this subscription's), with the match rule's release. */
+  topics?: Map<string, () => Promise<void>>;
 }
+
+const topicRoute = (sender: string | undefined, path: string | undefined, member: string | undefined, id: string) => `${sender} ${path} ${member} ${id}`;
 
 const nameOwnerRule = (name: string) =>
   `type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='${name}'`;
@@ -69,6 +81,8 @@ export class BusClient implements Peers {
    * (a Push can arrive right behind the reply, before the caller's await resumes).
    */
   private pushHandlers = new Map<number, PushHandler>();
+  /** Attached subscriptions by topic route (sender, path, member, topic id). */
+  private topicHandlers = new Map<string, Set<PushHandler>>();
   private peerWatchers = new Map<string, Set<() => void>>();
 
   /** Resolves when the connection has ended (closed here, or the bus went away). */
@@ -83,11 +97,18 @@ export class BusClient implements Peers {
       for (const h of [...this.pushHandlers.values()]) h.onEnd();
     });
     conn.onSignal((msg) => {
-      if (msg.interface === SUBSCRIPTION_INTERFACE) {
+      if (msg.interface === TOPIC_INTERFACE) {
+        if (msg.signature !== "ss") return;
+        // Only the service's own broadcasts route (the route names its unique name).
+        const set = this.topicHandlers.get(topicRoute(msg.sender, msg.path, msg.member, msg.body[0]));
+        if (set) for (const h of [...set]) h.onMessage(parseJson(msg.body[1]));
+      } else if (msg.interface === SUBSCRIPTION_INTERFACE) {
         const h = this.pushHandlers.get(msg.body[0]);
         if (!h || h.path !== msg.path) return;
         if (h.early) h.early.push(msg);
-        else BusClient.take(h, msg);
+        else if (msg.member === "Left" && msg.signature === "us") {
+          if (msg.sender === h.service) this.detach(h, msg.body[1]);
+        } else BusClient.take(h, msg);
       } else if (msg.sender === "org.freedesktop.DBus" && msg.member === "NameOwnerChanged" && msg.body[2] === "") {
         for (const fn of [...(this.peerWatchers.get(msg.body[0]) ?? [])]) fn();
       }
@@ -99,6 +120,71 @@ export class BusClient implements Peers {
     if (msg.sender === undefined || msg.sender !== h.service) return;
     if (msg.member === "Push" && msg.signature === "us") h.onMessage(parseJson(msg.body[1]));
     else if (msg.member === "Ended") h.onEnd();
+  }
+
+  /** The subscription no longer takes the topic's broadcasts (it ended, or left the topic). */
+  private detach(h: PushHandler, id: string) {
+    const release = h.topics?.get(id);
+    if (!release) return;
+    h.topics!.delete(id);
+    const route = topicRoute(h.service, h.path, h.member, id);
+    const set = this.topicHandlers.get(route);
+    if (set?.delete(h) && !set.size) this.topicHandlers.delete(route);
+    release().catch(() => {});
+  }
+
+  /**
+   * Moves a subscription's shared topics to broadcasts: asks the service which it may
+   * attach (Shared), adds a match rule for each, then attaches those (Attach). The
+   * subscription takes a topic's broadcasts from the Attach reply on: what the service
+   * sent before it came addressed. Any failure (an older service, a refused match
+   * rule) leaves the topic addressed.
+   */
+  private async attachShared(h: PushHandler, serial: number, busName: string) {
+    const base = { destination: busName, path: h.path, interface: SUBSCRIPTION_INTERFACE };
+    let pairs: [string, string][];
+    try {
+      pairs = (await this.callRaw({ ...base, member: "Shared", signature: "u", body: [serial] })).body[0];
+    } catch {
+      return;
+    }
+    if (!pairs.length || !this.pushHandlers.has(serial)) return;
+    h.member = pairs[0]![0];
+    const rules = new Map<string, () => Promise<void>>();
+    for (const [member, id] of pairs) {
+      if (member !== h.member) continue;
+      const rule = `type='signal',sender='${h.service}',path='${h.path}',interface='${TOPIC_INTERFACE}',member='${member}',arg0='${id}'`;
+      const release = await this.conn.addMatch(rule).catch(() => undefined);
+      if (release) rules.set(id, release);
+    }
+    const releaseAll = (except: Set<string>) => {
+      for (const [id, r] of rules) if (!except.has(id)) r().catch(() => {});
+    };
+    if (!rules.size || !this.pushHandlers.has(serial)) return releaseAll(new Set());
+    let attached = new Set<string>();
+    try {
+      await this.conn.call(
+        { type: METHOD_CALL, ...base, member: "Attach", signature: "uas", body: [serial, [...rules.keys()]] },
+        25000,
+        undefined,
+        // As the reply is read: broadcasts behind it are this subscription's.
+        (reply) => {
+          if (!this.pushHandlers.has(serial)) return;
+          attached = new Set(reply.body[0] as string[]);
+          h.topics ??= new Map();
+          for (const id of attached) {
+            h.topics.set(id, rules.get(id)!);
+            const route = topicRoute(h.service, h.path, h.member, id);
+            let set = this.topicHandlers.get(route);
+            if (!set) this.topicHandlers.set(route, (set = new Set()));
+            set.add(h);
+          }
+        },
+      );
+    } catch {
+      attached = new Set();
+    }
+    releaseAll(this.pushHandlers.has(serial) ? attached : new Set());
   }
 
   /**
@@ -182,6 +268,7 @@ export class BusClient implements Peers {
       onEnd: () => {
         if (!this.pushHandlers.has(serial)) return;
         this.pushHandlers.delete(serial);
+        for (const id of [...(handler.topics?.keys() ?? [])]) this.detach(handler, id);
         unwatch?.();
         endResolve();
       },
@@ -209,6 +296,7 @@ export class BusClient implements Peers {
       const stop = await this.watchPeer(reply.sender, handler.onEnd).catch(() => undefined);
       if (this.pushHandlers.has(serial)) unwatch = stop;
       else stop?.();
+      if (opts.shared !== false && this.pushHandlers.has(serial)) await this.attachShared(handler, serial, busName);
     }
     return {
       first,

@@ -199,9 +199,20 @@ export class Connection {
   }
 
   /** Sends a method call and resolves with its reply; a D-Bus error rejects (BusError). */
-  call(m: Outgoing, timeoutMs = 25000, serial = this.newSerial()): Promise<Message> {
+  call(m: Outgoing, timeoutMs = 25000, serial = this.newSerial(), onReply?: (reply: Message) => void): Promise<Message> {
     return new Promise((resolve, reject) => {
-      const p: Pending = { resolve, reject };
+      // onReply runs as the reply is read, before any message behind it is delivered.
+      const p: Pending = { resolve: onReply
+          ? (r) => {
+              try {
+                onReply(r);
+              } finally {
+                resolve(r);
+              }
+            }
+          : resolve,
+        reject,
+      };
       if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
         p.timer = setTimeout(() => {
           this.pending.delete(serial);

@@ -12,7 +12,8 @@ export interface PrivateBus {
   stop(): Promise<void>;
 }
 
-export function privateBusConfig(socketDir: string): string {
+/** The private bus's config; `includes` are files of further policy (e.g. the layer's, src/policy.ts), read after its own. */
+export function privateBusConfig(socketDir: string, includes: string[] = []): string {
   return `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
@@ -25,17 +26,37 @@ export function privateBusConfig(socketDir: string): string {
     <allow send_destination="*" eavesdrop="true"/>
     <allow eavesdrop="true"/>
   </policy>
-  <limit name="max_replies_per_connection">50000</limit>
+${includes.map((f) => `  <include>${f}</include>\n`).join("")}  <limit name="max_replies_per_connection">50000</limit>
   <limit name="max_connections_per_user">4096</limit>
 </busconfig>
 `;
 }
 
-export async function startPrivateBus(daemon = process.env.DBUS_DAEMON ?? "dbus-daemon"): Promise<PrivateBus> {
+export interface PrivateBusOptions {
+  /** Policy files' texts the daemon reads after the private bus's own rules (which let everyone do everything). */
+  policies?: string[];
+  /** Eavesdropping allowed (the default; a bus whose policy is under test leaves it off). */
+  eavesdrop?: boolean;
+  /** A command the daemon runs through (e.g. one that puts other account files in place). */
+  prefix?: string[];
+}
+
+export async function startPrivateBus(daemon = process.env.DBUS_DAEMON ?? "dbus-daemon", opts: PrivateBusOptions = {}): Promise<PrivateBus> {
   const dir = mkdtempSync(join(tmpdir(), "devservices-bus-"));
   const conf = join(dir, "bus.conf");
-  writeFileSync(conf, privateBusConfig(dir));
-  const child: ChildProcess = spawn(daemon, ["--config-file", conf, "--nofork", "--print-address=1", "--nopidfile"], {
+  const includes = (opts.policies ?? []).map((text, i) => {
+    const f = join(dir, `policy-${i}.conf`);
+    writeFileSync(f, text);
+    return f;
+  });
+  let config = privateBusConfig(dir, includes);
+  if (opts.eavesdrop === false)
+    config = config
+      .replace(' send_destination="*" eavesdrop="true"', ' send_destination="*"')
+      .replace('<allow eavesdrop="true"/>', ["method_call", "method_return", "error", "signal"].map((t) => `<allow receive_type="${t}"/>`).join("\n    "));
+  writeFileSync(conf, config);
+  const argv = [...(opts.prefix ?? []), daemon, "--config-file", conf, "--nofork", "--print-address=1", "--nopidfile"];
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), {
     stdio: ["ignore", "pipe", process.env.DEBUG_BUS ? "inherit" : "ignore"],
   });
   const address = await new Promise<string>((resolve, reject) => {

@@ -4,7 +4,7 @@
 // (its subscriptions and its leases, in every service) when its connection goes.
 import { z } from "zod";
 import { connectBus, Connection, DBUS, METHOD_CALL, METHOD_RETURN, SIGNAL, ERROR, NO_REPLY_EXPECTED, type Message, type Outgoing } from "./connection";
-import { memberName, objectPath, SUBSCRIPTION_INTERFACE, ERROR_PREFIX } from "./wire";
+import { memberName, objectPath, SUBSCRIPTION_INTERFACE, TOPIC_INTERFACE, ERROR_PREFIX } from "./wire";
 import { introspectXml, childNodesXml } from "./introspect";
 import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
 
@@ -12,7 +12,7 @@ import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
 export const maxRequestMessage = (payloadBytes: number) => 4 * payloadBytes;
 import { ServiceError, type Json } from "../core/errors";
 import { describeInvalid, FdReply, invalidAnswer, schemaOf, type Caller, type MethodSpec, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
-import { allowed, describeRule } from "../core/access";
+import { allowed, describeRule, type AccessRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
 import { TopicCatalog } from "../core/topics";
 import { logger, Throttle, type Logger } from "../core/log";
@@ -43,6 +43,8 @@ interface Dispatch {
 class SubscriptionImpl implements Subscription {
   active = true;
   private ready = false;
+  /** Shared catalog keys whose messages reach this subscription as broadcasts (it attached them). */
+  readonly attached = new Set<string>();
   private queued: Json[] = [];
   private endFns: (() => void)[] = [];
   constructor(
@@ -67,6 +69,9 @@ class SubscriptionImpl implements Subscription {
   onEnd(fn: () => void) {
     if (this.active) this.endFns.push(fn);
     else fn();
+  }
+  get opened(): boolean {
+    return this.ready;
   }
   /** The first response went out: later messages may flow now. */
   open() {
@@ -108,6 +113,13 @@ export const DEFAULT_CLIENT_LIMITS: ClientLimits = {
 
 export interface ServerOptions {
   log?: Logger;
+  /**
+   * The bus enforces the layer's D-Bus policy (meta-devservices, src/policy.ts), whose
+   * receive rules keep a group-limited method's topic broadcasts from other clients:
+   * only then are shared topics of methods limited to root or groups broadcast. Default:
+   * DEVSERVICES_BUS_POLICY=layer in the environment; otherwise those stay addressed.
+   */
+  policyEnforced?: boolean;
   limits?: Partial<ClientLimits>;
   /** Validate every response against the method's response schema (tests turn this on). */
   checkResponses?: boolean;
@@ -124,6 +136,7 @@ export class BusServer {
   private gone = new Set<string>();
   private checkResponses: boolean;
   readonly limits: ClientLimits;
+  readonly policyEnforced: boolean;
   /** Refusals a client causes per call are logged once per interval per client and kind. */
   private refusals = new Throttle();
   /** Open subscriptions by caller uid (the per-user bound). */
@@ -139,6 +152,12 @@ export class BusServer {
     this.log = opts.log ?? logger("bus");
     this.checkResponses = opts.checkResponses ?? process.env.DEVSERVICES_CHECK_RESPONSES === "1";
     this.limits = { ...DEFAULT_CLIENT_LIMITS, ...opts.limits };
+    this.policyEnforced = opts.policyEnforced ?? process.env.DEVSERVICES_BUS_POLICY === "layer";
+    this.topics.fanout = (key, id, subs, message) => this.fanOut(key, id, subs, message);
+    this.topics.onLeave = (key, id, sub) => {
+      if (sub instanceof SubscriptionImpl && sub.attached.delete(key) && sub.active)
+        this.send({ type: SIGNAL, path: sub.path, interface: SUBSCRIPTION_INTERFACE, member: "Left", destination: sub.caller.name, signature: "us", body: [sub.serial, id] });
+    };
     this.leases.onError = (e, lease) => this.log.error({ err: e, lease: lease.key, owner: lease.owner }, "releasing a lease failed");
     conn.onCall = (msg) => this.onMethodCall(msg);
     conn.onClose(() => {
@@ -311,6 +330,59 @@ export class BusServer {
     return text;
   }
 
+  /**
+   * One message to the subscribers of a shared key: one broadcast per subscribing
+   * method for the subscriptions that attached the key (the daemon delivers it to each
+   * connection whose match rule selects it and whose policy lets it receive); returns
+   * the others, which get an addressed push each.
+   */
+  private fanOut(key: string, id: string, subs: Subscription[], message: Json): Subscription[] {
+    const rest: Subscription[] = [];
+    const groups = new Map<string, SubscriptionImpl>();
+    for (const s of subs) {
+      if (s instanceof SubscriptionImpl && s.active && s.opened && s.attached.has(key)) {
+        const g = `${s.path} ${s.method}`;
+        if (!groups.has(g)) groups.set(g, s);
+      } else rest.push(s);
+    }
+    for (const s of groups.values())
+      this.send({ type: SIGNAL, path: s.path, interface: TOPIC_INTERFACE, member: memberName(s.method), signature: "ss", body: [id, this.pushText(message)] });
+    return rest;
+  }
+
+  /**
+   * Whether a method's shared topics may be broadcast: its rule is the method table's
+   * (the rule the layer's policy is made from: a rule configuration changed keeps the
+   * method addressed, or the policy would let the wrong clients receive) and admits
+   * every bus client, or is limited to root or groups and the bus enforces the policy.
+   */
+  private mayBroadcast(h: Hosted, method: string): boolean {
+    const table = h.spec.api[method]?.access;
+    const rule: AccessRule | undefined = h.instance.access?.[method] ?? table;
+    if (rule !== table && describeRule(rule) !== describeRule(table)) return false;
+    if (!rule || rule === "any") return true;
+    return this.policyEnforced && (rule === "root" || "groups" in rule);
+  }
+
+  /** Shared(u serial) -> a(ss): the (member, topic id) pairs the caller's subscription may attach. */
+  private sharedTopics(h: Hosted, s: SubscriptionImpl | undefined): [string, string][] {
+    if (!s || !s.active || s.path !== h.path || !this.mayBroadcast(h, s.method)) return [];
+    return this.topics.sharedOf(s).map(({ id }) => [memberName(s.method), id]);
+  }
+
+  /** Attach(u serial, as ids) -> as: the topics whose messages now reach the subscription as broadcasts. */
+  private attach(h: Hosted, s: SubscriptionImpl | undefined, ids: string[]): string[] {
+    if (!s || !s.active || !s.opened || s.path !== h.path || !this.mayBroadcast(h, s.method)) return [];
+    const out: string[] = [];
+    for (const id of ids) {
+      const key = this.topics.keyOf(id);
+      if (key === undefined || !this.topics.isShared(key, s)) continue;
+      s.attached.add(key);
+      out.push(id);
+    }
+    return out;
+  }
+
   emitSubscriptionSignal(s: SubscriptionImpl, member: "Push" | "Ended", message?: Json) {
     this.send({
       type: SIGNAL,
@@ -350,6 +422,10 @@ export class BusServer {
       if (s && s.path === path) s.finish();
       return this.reply(msg, "b", [!!s && s.path === path]);
     }
+    if (iface === SUBSCRIPTION_INTERFACE && msg.member === "Shared" && msg.signature === "u")
+      return this.reply(msg, "a(ss)", [this.sharedTopics(h, this.clients.get(msg.sender!)?.subscriptions.get(msg.body[0]))]);
+    if (iface === SUBSCRIPTION_INTERFACE && msg.member === "Attach" && msg.signature === "uas")
+      return this.reply(msg, "as", [this.attach(h, this.clients.get(msg.sender!)?.subscriptions.get(msg.body[0]), msg.body[1] as string[])]);
     if (iface && iface !== h.spec.busName) return this.unknown(msg);
     const method = h.members.get(msg.member!);
     if (!method) return this.unknown(msg);

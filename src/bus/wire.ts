@@ -2,6 +2,11 @@
 // subscription interface. Shared by the server and the client.
 
 export const SUBSCRIPTION_INTERFACE = "com.vendor.devservices.Subscription";
+/**
+ * Broadcast signals of shared topics (docs/decisions/fanout.md): on the service's
+ * path, member = the subscribing method's member, body (s topic id, s JSON message).
+ */
+export const TOPIC_INTERFACE = "com.vendor.devservices.Topic";
 export const ERROR_PREFIX = "com.vendor.devservices.Error";
 
 /** `com.vendor.service.power2` -> `/com/vendor/service/power2` */

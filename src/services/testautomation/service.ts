@@ -250,7 +250,8 @@ export default defineService({
           stages.set(stage.id, stage);
           ctx.leases.take(call.caller.name, stageKey(stage.id), { boundTo: sub, data: stage, release: () => removeStage(stage) });
           ctx.topics.add(stageKey(stage.id), sub);
-          ctx.topics.add(NUBS, sub);
+          // Every nub gets the same broadcastCommand message, and anyone may subscribe: shared.
+          ctx.topics.add(NUBS, sub, { shared: true });
           ctx.log.info({ stageId: stage.id, appId: stage.appId, pid: stage.pid }, "stage created");
           return ok({ subscribed: true, stageId: stage.id });
         },
