@@ -32,7 +32,13 @@ const log = configureLogging(process.env.DEVSERVICES_LOG_LEVEL ?? "silent");
 /** A private bus, and services on it (none until start()). */
 export async function testEnv(): Promise<Env> {
   const bus = await startPrivateBus();
-  const stateDir = mkdtempSync(join(tmpdir(), "devservices-test-"));
+  let stateDir: string;
+  try {
+    stateDir = mkdtempSync(join(tmpdir(), "devservices-test-"));
+  } catch (e) {
+    await bus.stop();
+    throw e;
+  }
   const env: Env = {
     bus,
     stateDir,
@@ -165,24 +171,64 @@ export interface Served {
   stop(): Promise<void>;
 }
 
-/** Starts `serve ARGS --bus <its own>` from source in `cwd` and waits until each of `names` is owned. */
-export async function serveFromSource(args: string[], names: string[], cwd: string): Promise<Served> {
-  const bus = await startPrivateBus();
-  openBusToAll(bus.address);
-  const service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", ...args, "--bus", bus.address], { cwd, stdin: "ignore", stdout: "ignore", stderr: "inherit" });
-  const control = await BusClient.connect(bus.address);
-  await eventually(async () => (await Promise.all(names.map((n) => control.hasOwner(n)))).every(Boolean), 20000, 50);
-  return {
-    bus,
-    service,
-    control,
-    async stop() {
-      control.close();
-      service.kill("SIGKILL");
-      await service.exited;
-      await bus.stop();
-    },
-  };
+/**
+ * Starts `serve ARGS --bus <its own>` from source in `cwd` and waits (up to `timeoutMs`)
+ * until each of `names` is owned. A start that fails leaves nothing running.
+ */
+export async function serveFromSource(args: string[], names: string[], cwd: string, timeoutMs = 20000): Promise<Served> {
+  return startOrUndo(async (onFail) => {
+    const bus = await startPrivateBus();
+    onFail(() => bus.stop());
+    openBusToAll(bus.address);
+    const service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", ...args, "--bus", bus.address], {
+      cwd,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "inherit",
+    });
+    onFail(() => ended(service));
+    const control = await BusClient.connect(bus.address);
+    onFail(() => control.close());
+    await eventually(async () => (await Promise.all(names.map((n) => control.hasOwner(n)))).every(Boolean), timeoutMs, 50);
+    return {
+      bus,
+      service,
+      control,
+      async stop() {
+        control.close();
+        await ended(service);
+        await bus.stop();
+      },
+    };
+  });
+}
+
+/**
+ * Runs a starter that tells, as it goes, how to undo each thing it started (a process,
+ * a bus, a directory): when it fails before returning, those are undone, newest first,
+ * and its error is thrown on. Test set-ups start through it, so a failed beforeAll
+ * leaves no service running.
+ */
+export async function startOrUndo<T>(start: (onFail: (undo: () => unknown) => void) => Promise<T>): Promise<T> {
+  const undos: (() => unknown)[] = [];
+  try {
+    return await start((undo) => void undos.push(undo));
+  } catch (e) {
+    for (const undo of undos.reverse()) {
+      try {
+        await undo();
+      } catch {
+        /* the rest is undone all the same */
+      }
+    }
+    throw e;
+  }
+}
+
+/** Ends a process (SIGKILL unless told) and waits until it has exited. */
+export async function ended(proc: Subprocess, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+  if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+  await proc.exited;
 }
 
 /**
