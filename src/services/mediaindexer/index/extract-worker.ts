@@ -99,6 +99,8 @@ self.onmessage = async (ev: MessageEvent) => {
       db.exec("PRAGMA busy_timeout = 2000");
       db.exec("PRAGMA wal_checkpoint(PASSIVE)");
     } catch {}
+    // Answered (nothing to report) so that the main thread knows the thread is free.
+    self.postMessage({ id: m.id, x: null });
     return;
   }
   try {

@@ -1,7 +1,9 @@
 // The background thread (extract-worker.ts) seen from the main thread: the scanner
 // hands it one file at a time (a few in flight) and gets the extracted fields back;
 // WAL checkpoints and libmtp detection go the same way. The thread starts with the
-// first request and is ended by close(). A watchdog ends a thread that stops
+// first request and ends once no request has been in flight for idleMs (its JS heap,
+// its database connection and what extraction loaded are freed; the next request
+// starts a new thread), or by close(). A watchdog ends a thread that stops
 // answering (a parser caught in a loop on a malformed file): the oldest request is
 // failed as the culprit, the others as ThreadFailed (to be read again later), and the
 // next request starts a new thread.
@@ -58,6 +60,8 @@ interface Pending {
 
 /** A request unanswered this long ends the thread. */
 export const STALL_MS = 30_000;
+/** The thread ends once no request has been in flight this long (docs/performance.md). */
+export const IDLE_MS = 30_000;
 
 
 export class Extractor {
@@ -65,8 +69,9 @@ export class Extractor {
   private next = 0;
   private pending = new Map<number, Pending>();
   private watchdog?: ReturnType<typeof setInterval>;
+  private idle?: ReturnType<typeof setTimeout>;
 
-  constructor(private thumbnailDir: string, private stallMs = STALL_MS) {}
+  constructor(private thumbnailDir: string, private stallMs = STALL_MS, private idleMs = IDLE_MS) {}
 
   /** One file's metadata. */
   extract(path: string, kind: Kind, mime: string, size: number): Promise<Extracted> {
@@ -85,11 +90,14 @@ export class Extractor {
 
   /** Copies the database's WAL into it on the background thread (the main connection never checkpoints). */
   checkpoint(database: string) {
-    this.start().postMessage({ op: "checkpoint", database });
+    // In flight like any request, so that the thread does not end under it; its outcome is not awaited.
+    this.request({ op: "checkpoint", database }).catch(() => {});
   }
 
   private request<T>(msg: Record<string, unknown>): Promise<T> {
     const w = this.start();
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = undefined;
     const id = ++this.next;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (x: unknown) => void, reject, since: performance.now() });
@@ -106,6 +114,16 @@ export class Extractor {
     this.worker?.unref();
     if (this.watchdog) clearInterval(this.watchdog);
     this.watchdog = undefined;
+    if (this.worker && !this.idle) {
+      this.idle = setTimeout(() => {
+        this.idle = undefined;
+        if (this.pending.size || !this.worker) return;
+        const w = this.worker;
+        this.worker = undefined;
+        w.terminate();
+      }, this.idleMs);
+      this.idle.unref();
+    }
   }
 
   private check() {
@@ -118,6 +136,8 @@ export class Extractor {
 
   /** Ends the thread, failing what it held; the next request starts a new one. */
   private fail(e: Error) {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = undefined;
     const w = this.worker;
     this.worker = undefined;
     w?.terminate();
