@@ -30,7 +30,7 @@ test("a client's subscriptions end and its pending calls fail when the bus dies"
 
 test("devservices serve exits with status 1 when it loses the bus", async () => {
   const env = await testEnv();
-  const p = spawn([BINARY, "serve", "--bus", env.bus.address, "--state-dir", env.stateDir, "--log-level", "fatal", "testautomation"], { stdout: "ignore", stderr: "ignore" });
+  const p = spawn([BINARY, "serve", "--bus", env.bus.address, "--state-dir", env.stateDir, "--log-level", "fatal", "testautomation"], { env: { ...process.env }, stdout: "ignore", stderr: "ignore" });
   const c = await env.client();
   await eventually(async () => (await c.call("testautomation", "ping", {}, { timeoutMs: 500 }).catch(() => null)) !== null, 10000, 100);
   process.kill(env.bus.pid, "SIGKILL");

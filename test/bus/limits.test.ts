@@ -23,7 +23,7 @@ beforeAll(async () => {
   bus = await startPrivateBus();
   dir = mkdtempSync(join(tmpdir(), "devservices-limits-"));
   // The shipped binary in its own process, so its memory can be read alone.
-  server = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "error", "testautomation", "power2"], { stdout: "ignore", stderr: "inherit" });
+  server = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "error", "testautomation", "power2"], { env: { ...process.env }, stdout: "ignore", stderr: "inherit" });
   client = await BusClient.connect(bus.address);
   await eventually(async () => (await client.call("power2", "getState", {}).catch(() => null)) !== null, 10000, 50);
 });

@@ -29,7 +29,7 @@ beforeEach(async () => {
   bus = await startPrivateBus();
   openBusToAll(bus.address);
   dir = mkdtempSync(join(tmpdir(), "devservices-writepath-"));
-  server = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "error", "testautomation", "power2"], { stdout: "ignore", stderr: "inherit" });
+  server = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "error", "testautomation", "power2"], { env: { ...process.env }, stdout: "ignore", stderr: "inherit" });
   client = await BusClient.connect(bus.address);
   await eventually(async () => (await client.call("power2", "getState", {}).catch(() => null)) !== null, 10000, 50);
 });

@@ -27,7 +27,7 @@ beforeAll(async () => {
     board,
     JSON.stringify({ ...virtual, name: "appid-test", serviceConfig: { ...virtual.serviceConfig, camera2: { ...virtual.serviceConfig.camera2, appIds: [APP] } } }),
   );
-  server = spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(env.stateDir, "state"), "--log-level", "warn", "--check-responses", "camera2"], {
+  server = spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(env.stateDir, "state"), "--log-level", "warn", "--check-responses", "camera2"], { env: { ...process.env },
     stdout: "ignore",
     stderr: "inherit",
   });

@@ -15,7 +15,7 @@ const run = async (...args: string[]) => {
 
 beforeAll(async () => {
   env = await testEnv();
-  server = spawn([BINARY, "serve", "--bus", env.bus.address, "--state-dir", env.stateDir, "--log-level", "warn", "--check-responses", "testautomation"], {
+  server = spawn([BINARY, "serve", "--bus", env.bus.address, "--state-dir", env.stateDir, "--log-level", "warn", "--check-responses", "testautomation"], { env: { ...process.env },
     stdout: "ignore",
     stderr: "inherit",
   });

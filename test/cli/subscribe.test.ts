@@ -61,7 +61,7 @@ beforeAll(async () => {
   bin = join(env.stateDir, "bin");
   mkdirSync(bin);
   symlinkSync(BINARY, join(bin, "devservices"));
-  server = spawn([BINARY, "serve", "--bus", env.bus.address, "--state-dir", join(env.stateDir, "state"), "--log-level", "warn", "--check-responses", "power2"], {
+  server = spawn([BINARY, "serve", "--bus", env.bus.address, "--state-dir", join(env.stateDir, "state"), "--log-level", "warn", "--check-responses", "power2"], { env: { ...process.env },
     stdout: "ignore",
     stderr: "inherit",
   });

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { testEnv, spawnScript, eventually, binaryForAnyUser, openBusToAll, type Env } from "../helpers/harness";
+import { testEnv, spawnScript, eventually, binaryForAnyUser, openBusToAll, groupGid, type Env } from "../helpers/harness";
 import platformService, { TEST_GROUP } from "../fixtures/platform-service";
 import { LeaseRegistry, LeaseConflict } from "../../src/core/leases";
 import { TopicCatalog } from "../../src/core/topics";
@@ -221,8 +221,8 @@ describe("in a process, over the bus", () => {
     expect(await asUser(65534, 65534, "", "rootOnly")).toEqual({ returnValue: false, errorCode: 13, errorText: "Permission denied: rootOnly" });
     expect(await asUser(65534, 65534, "", "groupOnly")).toEqual({ returnValue: false, errorCode: 13, errorText: "Permission denied: groupOnly" });
     expect(await asUser(0, 0, "", "rootOnly")).toEqual({ returnValue: true });
-    // A member of the group (as a supplementary group) is let in; the group must exist.
-    const gid = Number((await Bun.$`getent group ${TEST_GROUP} || (groupadd -r ${TEST_GROUP} && getent group ${TEST_GROUP})`.text()).trim().split(":")[2]);
+    // A member of the group (as a supplementary group) is let in; the group must exist (in the run's group file).
+    const gid = groupGid(TEST_GROUP);
     expect(await asUser(65534, 65534, String(gid), "groupOnly")).toEqual({ returnValue: true });
     expect(await asUser(65534, 65534, String(gid), "rootOnly")).toMatchObject({ returnValue: false, errorCode: 13 });
   });

@@ -36,7 +36,7 @@ test.skipIf(!binaryBuilt())("SIGTERM while every service of the board starts: ex
     for (const delayMs of [0, 30, 120, 300]) {
       const dir = mkdtempSync(join(tmpdir(), "devservices-stopstart-"));
       dirs.push(dir);
-      const p = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "info"], { stdout: "pipe", stderr: "pipe" });
+      const p = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "info"], { env: { ...process.env }, stdout: "pipe", stderr: "pipe" });
       // From its first line on (before it, the runtime itself is still loading).
       const stdout = readUntil(p.stdout, '"msg":"starting"');
       await stdout.seen;
@@ -58,7 +58,7 @@ test.skipIf(!binaryBuilt())("SIGTERM while every service of the board starts: ex
 test.skipIf(!binaryBuilt())("a bus that cannot be reached: one fatal JSON line and exit status 1", async () => {
   const dir = mkdtempSync(join(tmpdir(), "devservices-nobus-"));
   dirs.push(dir);
-  const p = spawn([BINARY, "serve", "--bus", `unix:path=${dir}/no-such-socket`, "--state-dir", dir], { stdout: "pipe", stderr: "pipe" });
+  const p = spawn([BINARY, "serve", "--bus", `unix:path=${dir}/no-such-socket`, "--state-dir", dir], { env: { ...process.env }, stdout: "pipe", stderr: "pipe" });
   const code = await p.exited;
   const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
   expect(code).toBe(1);

@@ -16,7 +16,7 @@ test.skipIf(!binaryBuilt())("each widened rule is one warning at start naming th
   const board = loadBoard("virtual");
   const recipe = join(dir, "dev.json");
   writeFileSync(recipe, JSON.stringify({ ...board, name: "dev", serviceConfig: { ...board.serviceConfig, nettools: { accessGroup: "staff" } } }));
-  const p = spawn([BINARY, "serve", "--bus", bus.address, "--board", recipe, "--state-dir", join(dir, "state"), "--log-level", "warn", "nettools", "power2"], { stdout: "pipe", stderr: "inherit" });
+  const p = spawn([BINARY, "serve", "--bus", bus.address, "--board", recipe, "--state-dir", join(dir, "state"), "--log-level", "warn", "nettools", "power2"], { env: { ...process.env }, stdout: "pipe", stderr: "inherit" });
   try {
     const c = await BusClient.connect(bus.address);
     let up = false;

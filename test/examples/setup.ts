@@ -26,7 +26,7 @@ export interface Served {
 export async function serve(services: string[]): Promise<Served> {
   const bus = await startPrivateBus();
   const state = mkdtempSync(join(tmpdir(), "examples-state-"));
-  const proc = spawn([BINARY, "serve", "--bus", bus.address, "--board", "virtual", "--state-dir", state, "--log-level", "error", ...services], {
+  const proc = spawn([BINARY, "serve", "--bus", bus.address, "--board", "virtual", "--state-dir", state, "--log-level", "error", ...services], { env: { ...process.env },
     stdout: "ignore",
     stderr: "inherit",
   });

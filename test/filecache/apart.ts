@@ -49,7 +49,7 @@ export async function apart(config: Json = {}): Promise<Apart> {
   const root = await BusClient.connect(bus.address);
 
   const startService = async () => {
-    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "warn", "filecache"], {
+    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "warn", "filecache"], { env: { ...process.env },
       cwd: ROOT,
       stdout: "inherit",
       stderr: "inherit",

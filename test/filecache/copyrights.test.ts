@@ -8,7 +8,7 @@ import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, re
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnScript } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import { apart, cannotRun, type Apart } from "./apart";
 import { expectError } from "./env";
 
@@ -134,7 +134,7 @@ describe.skipIf(skip !== null)("CopyCacheObject with the caller's rights", () =>
   }, 120000);
 
   test("without a destination (the copy directory, written with the service's rights): only a caller whose uid or groups may write it copies there", async () => {
-    const { gids } = ensureAccounts();
+    const { gids } = testAccounts();
     const copies = join(a.stateDir, "filecache", "copies");
     chownSync(copies, 0, gids["devservices-test"]);
     chmodSync(copies, 0o775);

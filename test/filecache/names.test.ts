@@ -28,7 +28,7 @@ beforeAll(async () => {
   openBusToAll(bus.address);
   dir = mkdtempSync(join(tmpdir(), "fc-names-"));
   chmodSync(dir, 0o755);
-  server = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", join(dir, "state"), "--log-level", "error", "filecache"], {
+  server = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", join(dir, "state"), "--log-level", "error", "filecache"], { env: { ...process.env },
     stdout: "ignore",
     stderr: "inherit",
   });

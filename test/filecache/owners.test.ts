@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import { apart, cannotRun, type Apart } from "./apart";
 import { expectError } from "./env";
 
@@ -22,7 +22,7 @@ describe.skipIf(skip !== null)("owners of types and objects", () => {
   let a: Apart;
   let cache: number;
   beforeAll(async () => {
-    const accounts = ensureAccounts();
+    const accounts = testAccounts();
     cache = accounts.gids["devservices-cache"];
     OTHER = accounts.uid;
     a = await apart({ totalCacheSpace: 16 * MiB });

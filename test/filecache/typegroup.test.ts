@@ -3,7 +3,7 @@
 // the callers are uid 65534 with or without groups and the devservices user's uid
 // (separate processes, setpriv).
 import { afterEach, describe, expect, test } from "bun:test";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import { apart, cannotRun, type Apart } from "./apart";
 import { expectError } from "./env";
 
@@ -21,7 +21,7 @@ describe.skipIf(skip !== null)("typeGroup", () => {
   });
 
   test("another group: its members manage types, devservices-cache's are refused (-193, the text names the configured group)", async () => {
-    const { gids } = ensureAccounts();
+    const { gids } = testAccounts();
     a = await apart({ typeGroup: "devservices-test" });
     for (const groups of [[], [gids["devservices-cache"]]]) {
       expect(await a.callAs(APP, groups, "DefineType", { typeName: "apps", loWatermark: 0, hiWatermark: MiB })).toEqual({
@@ -40,7 +40,7 @@ describe.skipIf(skip !== null)("typeGroup", () => {
   }, 60000);
 
   test('"*": any caller defines types; a type still belongs to the uid that defined it', async () => {
-    const { uid: other } = ensureAccounts();
+    const { uid: other } = testAccounts();
     a = await apart({ typeGroup: "*" });
     expect(await a.callAs(APP, [], "DefineType", { typeName: "open", loWatermark: 0, hiWatermark: MiB, size: 10 })).toEqual({ returnValue: true });
     expect(await a.callAs(APP, [], "ChangeType", { typeName: "open", size: 20 })).toEqual({ returnValue: true });

@@ -9,6 +9,7 @@ import { BusClient } from "../../src/bus/client";
 import { startRuntime, type Runtime } from "../../src/runtime";
 import { loadBoard, parseBoard, type Board } from "../../src/core/board";
 import { configureLogging } from "../../src/core/log";
+import { testAccounts, type GroupName, type TestGroupName } from "../layer/accounts";
 
 export const ROOT = resolve(import.meta.dir, "../..");
 export const BINARY = join(ROOT, "dist/devservices");
@@ -157,9 +158,14 @@ export function openBusToAll(address: string): void {
   chmodSync(socket, 0o777);
 }
 
-/** The gid of a system group, made if the host lacks it (the access tests' groups). */
-export function groupGid(name: string): number {
-  return Number(Bun.spawnSync(["sh", "-c", `getent group ${name} || (groupadd --system ${name} && getent group ${name})`]).stdout.toString().trim().split(":")[2]);
+/**
+ * The gid of one of the tests' groups (test/layer/accounts.ts): in the run's own group
+ * file, which services find through DEVSERVICES_GROUP_FILE; the host's is not touched.
+ */
+export function groupGid(name: GroupName | TestGroupName): number {
+  const gid = testAccounts().gids[name];
+  if (gid === undefined) throw new Error(`${name} is not one of the tests' groups (test/layer/accounts.ts)`);
+  return gid;
 }
 
 /** Services run from source (`serve ARGS`) on a private bus every uid may reach, with a client of the test's own. */
@@ -185,6 +191,7 @@ export async function serveFromSource(args: string[], names: string[], cwd: stri
       stdin: "ignore",
       stdout: "ignore",
       stderr: "inherit",
+      env: { ...process.env }, // with what the preload set (DEVSERVICES_GROUP_FILE): Bun passes the start-up environment otherwise
     });
     onFail(() => ended(service));
     const control = await BusClient.connect(bus.address);

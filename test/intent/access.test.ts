@@ -12,7 +12,7 @@ import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import { BUN, ROOT, binaryBuilt, binaryForAnyUser, eventually, openBusToAll, spawnScript, callAsUser } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import { installApp, BROWSER_FILTERS } from "./apps";
 
 const INTENT = "com.vendor.service.intent";
@@ -30,7 +30,7 @@ describe.skipIf(skip !== null)("who follows and answers an intent", () => {
   let other: number;
 
   beforeAll(async () => {
-    other = ensureAccounts().uid;
+    other = testAccounts().uid;
     bus = await startPrivateBus();
     openBusToAll(bus.address);
     dir = mkdtempSync(join(tmpdir(), "intent-access-"));
@@ -44,7 +44,7 @@ describe.skipIf(skip !== null)("who follows and answers an intent", () => {
     }));
     appManager = spawnScript("test/fixtures/intent-appmanager.ts", [], { DEVSERVICES_BUS: bus.address });
     await appManager.waitFor("READY");
-    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "warn", "intent"], {
+    service = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "warn", "intent"], { env: { ...process.env },
       cwd: ROOT, stdout: "inherit", stderr: "inherit",
     });
     root = await BusClient.connect(bus.address);

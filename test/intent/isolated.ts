@@ -50,7 +50,7 @@ export async function startIsolated(name: string, config: Record<string, unknown
     board,
     JSON.stringify({ name, backend: "virtual", services: ["intent"], serviceConfig: { intent: { applicationDirs: [apps], launcher: "exec", ...config } } }),
   );
-  const server = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error", "intent"], {
+  const server = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error", "intent"], { env: { ...process.env },
     stdout: "ignore",
     stderr: "inherit",
   });

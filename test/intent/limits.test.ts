@@ -76,7 +76,7 @@ exit 0
       serviceConfig: { intent: { applicationDirs: [apps], launcher: "exec", maxHandlerProcessesPerUid: PER_UID, maxHandlerProcesses: TOTAL, maxLaunchesPerUidPerSecond: 100000 } },
     }),
   );
-  server = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error", "intent"], {
+  server = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "error", "intent"], { env: { ...process.env },
     stdout: "ignore",
     stderr: "inherit",
   });

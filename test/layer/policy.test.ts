@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BINARY, BUN, ROOT, eventually } from "../helpers/harness";
 import { BusClient } from "../../src/bus/client";
-import { ensureAccounts, type Accounts, type GroupName } from "./accounts";
+import { testAccounts, withAccounts, type Accounts, type GroupName } from "./accounts";
 import { FAKE_SERVICES, PERIPHERAL_METHODS } from "./fixtures/fake-services";
 
 export const POLICY_DIR = join(ROOT, "meta-devservices/recipes-core/devservices/files/dbus");
@@ -71,8 +71,8 @@ function startAsDevservices(cmd: string[], env: Record<string, string> = {}) {
 }
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error("the policy test runs as root: it creates the devservices user and runs callers as other users");
-  acc = ensureAccounts();
+  if (process.getuid?.() !== 0) throw new Error("the policy test runs as root: it runs the bus in a mount namespace and callers as other users");
+  acc = testAccounts();
   dir = mkdtempSync(join(tmpdir(), "policy-"));
   chmodSync(dir, 0o755);
   mkdirSync(join(dir, "state"));
@@ -118,7 +118,9 @@ beforeAll(async () => {
 `,
   );
   // stderr: the daemon logs every refusal
-  const daemon = spawn(["dbus-daemon", "--config-file", join(dir, "bus.conf"), "--nofork", "--nopidfile", "--print-address=1"], { stdout: "pipe", stderr: "ignore" });
+  // The policy's user= and group= names are resolved by the daemon through the C library:
+  // it runs where the test run's account files are /etc/group and /etc/passwd.
+  const daemon = spawn(withAccounts(["dbus-daemon", "--config-file", join(dir, "bus.conf"), "--nofork", "--nopidfile", "--print-address=1"]), { stdout: "pipe", stderr: "ignore" });
   procs.push(daemon);
   const reader = (daemon.stdout as ReadableStream<Uint8Array>).getReader();
   address = new TextDecoder().decode((await reader.read()).value).trim();

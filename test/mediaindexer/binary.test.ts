@@ -22,7 +22,7 @@ test.skipIf(!binaryBuilt())("dist/devservices indexes a media root with its meta
     name: "mi-test", backend: "virtual", services: ["mediaindexer"],
     serviceConfig: { mediaindexer: { mediaRoots: [media], removableRoot: null, plugins: ["storage"], rescanInterval: 0 } },
   }));
-  const p = spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "fatal"], { stdout: "ignore", stderr: "inherit" });
+  const p = spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "fatal"], { env: { ...process.env }, stdout: "ignore", stderr: "inherit" });
   try {
     const c = await env.client();
     const idle = async () => {
@@ -62,7 +62,7 @@ test.skipIf(!binaryBuilt())("a SIGKILL during a scan loses nothing committed; th
     name: "mi-test", backend: "virtual", services: ["mediaindexer"],
     serviceConfig: { mediaindexer: { mediaRoots: [media], removableRoot: null, plugins: ["storage"], rescanInterval: 0 } },
   }));
-  const serve = () => spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "fatal"], { stdout: "ignore", stderr: "inherit" });
+  const serve = () => spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "fatal"], { env: { ...process.env }, stdout: "ignore", stderr: "inherit" });
   let p = serve();
   try {
     const c = await env.client();

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, spawnSync, type Subprocess } from "bun";
 import { BUN, ROOT, eventually, openBusToAll, spawnScript, testEnv, type Env } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
 import { mp3 } from "./media";
@@ -48,7 +48,7 @@ describe.skipIf(skip !== null)("the media indexer acts with the caller's rights"
   };
 
   beforeAll(async () => {
-    ({ "devservices-media": media, devservices: granting } = ensureAccounts().gids);
+    ({ "devservices-media": media, devservices: granting } = testAccounts().gids);
     env = await testEnv();
     openBusToAll(env.bus.address);
     base = mkdtempSync(join(tmpdir(), "mediaindexer-callers-"));
@@ -80,7 +80,7 @@ describe.skipIf(skip !== null)("the media indexer acts with the caller's rights"
       name: "mi-callers", backend: "virtual", services: ["mediaindexer"],
       serviceConfig: { mediaindexer: { mediaRoots: [], removableRoot: null, plugins: ["storage"], rescanInterval: 0, detect: false, grantGroups: ["devservices"] } },
     }));
-    svc = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", env.bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "fatal"], {
+    svc = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", env.bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "fatal"], { env: { ...process.env },
       stdout: "ignore", stderr: "inherit",
     });
     root = await env.client();

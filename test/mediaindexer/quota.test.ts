@@ -29,7 +29,7 @@ describe.skipIf(skip !== null)("maxDevicesPerUser bounds the devices one uid's r
   const p = (...parts: string[]) => join(base, ...parts);
 
   const start = async () => {
-    svc = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", env.bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "fatal"], {
+    svc = spawn([BUN, join(ROOT, "src/main.ts"), "serve", "--bus", env.bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "fatal"], { env: { ...process.env },
       stdout: "ignore", stderr: "inherit",
     });
     root = await env.client();

@@ -26,7 +26,7 @@ async function setup(files: number) {
     name: "mi-test", backend: "virtual", services: ["mediaindexer"],
     serviceConfig: { mediaindexer: { removableRoot: null, plugins: ["storage"], rescanInterval: 0, detect: false } },
   }));
-  const serve = () => spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "fatal"], { stdout: "ignore", stderr: "inherit" });
+  const serve = () => spawn([BINARY, "serve", "--bus", env.bus.address, "--board", board, "--state-dir", join(dir, "state"), "--log-level", "fatal"], { env: { ...process.env }, stdout: "ignore", stderr: "inherit" });
   const c = await env.client();
   const uri = `storage://${media}`;
   const dev = async (): Promise<Json | undefined> => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { spawn } from "bun";
 import { binaryForAnyUser, callAsUser } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import { canRun, makeWorld, type World } from "./env";
 
 const skip = canRun();
@@ -20,7 +20,7 @@ describe.skipIf(skip !== null)("privileged methods: root and devservices-net", (
   let net: number;
   let links: () => string[];
   beforeAll(async () => {
-    net = ensureAccounts().gids["devservices-net"];
+    net = testAccounts().gids["devservices-net"];
     w = await makeWorld("access", { config: { searchPath: "/nonexistent-nettools" } });
     app = binaryForAnyUser(w.dir);
     links = () => w.inNs(w.S, "ls", "/sys/class/net").split(/\s+/).filter(Boolean).sort();

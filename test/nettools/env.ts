@@ -160,7 +160,7 @@ export async function makeWorld(tag: string, opts: WorldOptions = {}): Promise<W
     const service = spawn([IP, "netns", "exec", S, UNSHARE, "--uts", BINARY, "serve", "--bus", bus.address, "--board", board,
       "--state-dir", join(dir, "state"), "--log-level", "info", "nettools"], {
       stdout: "pipe", stderr: "pipe",
-      env: { HOME: dir, PATH: emptyPath, DEVSERVICES_LOG_PRIORITY_PREFIX: "0", ...opts.env },
+      env: { HOME: dir, PATH: emptyPath, DEVSERVICES_LOG_PRIORITY_PREFIX: "0", DEVSERVICES_GROUP_FILE: process.env.DEVSERVICES_GROUP_FILE!, ...opts.env },
     });
     world.service = service;
     world.log = [];

@@ -7,7 +7,7 @@ import { hostname } from "node:os";
 import { readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryForAnyUser, eventually, callAsUser } from "../helpers/harness";
+import { binaryForAnyUser, eventually, callAsUser, groupGid } from "../helpers/harness";
 import { canRun, makeWorld, type World } from "./env";
 
 const skip = canRun();
@@ -20,7 +20,7 @@ describe.skipIf(skip !== null)("gethostname and sethostname", () => {
   let gid: number;
   const machine = hostname();
   beforeAll(async () => {
-    gid = Number(Bun.spawnSync(["sh", "-c", `getent group ${GROUP} || (groupadd -r ${GROUP} && getent group ${GROUP})`]).stdout.toString().trim().split(":")[2]);
+    gid = groupGid(GROUP);
     w = await makeWorld("host", { config: { accessGroup: GROUP } });
     app = binaryForAnyUser(w.dir);
   }, 60000);

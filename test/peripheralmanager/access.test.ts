@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import { eventually, openBusToAll, spawnScript } from "../helpers/harness";
-import { ensureAccounts, type Accounts } from "../layer/accounts";
+import { testAccounts, type Accounts } from "../layer/accounts";
 import { E, OK, PM } from "./setup";
 import type { Json } from "../../src/core/errors";
 
@@ -46,7 +46,7 @@ describe.skipIf(skip !== null)("the virtual board as shipped, callers of another
   const gids = (...ps: Protocol[]) => ps.map((p) => acc.gids[GROUP[p]]);
 
   beforeAll(async () => {
-    acc = ensureAccounts();
+    acc = testAccounts();
     bus = await startPrivateBus();
     openBusToAll(bus.address);
     dir = mkdtempSync(join(tmpdir(), "devservices-pm-access-"));

@@ -7,7 +7,7 @@ import { chownSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openBusToAll, spawnScript, testEnv, type Env } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import * as termios from "../../src/ffi/termios";
 import { readAvailable } from "../../src/ffi/libc";
 import type { BusClient } from "../../src/bus/client";
@@ -53,7 +53,7 @@ export const NOBODY = 65534;
 /** The gids of the protocols' groups (created when missing, as the layer's tests do). */
 export function protocolGids(protocols: Protocol[]): number[] {
   if (process.getuid?.() !== 0) throw new Error("calls as another uid need root (setpriv, groupadd)");
-  const { gids } = ensureAccounts();
+  const { gids } = testAccounts();
   return protocols.map((p) => gids[`devservices-${p}`]);
 }
 

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
 import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, ROOT, spawnScript, testEnv, type Env, callAsUser } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 
 const POWER = "com.vendor.service.power2";
@@ -31,7 +31,7 @@ describe.skipIf(skip !== null)("power: callers' rights", () => {
   const procs: ReturnType<typeof spawnScript>[] = [];
 
   beforeAll(async () => {
-    powerGid = ensureAccounts().gids["devservices-power"];
+    powerGid = testAccounts().gids["devservices-power"];
     env = await testEnv();
     dir = mkdtempSync(join(tmpdir(), "power-access-"));
     // The virtual board, with the virtual backend named rather than left to the automatic choice.

@@ -80,7 +80,7 @@ export function binaryEnv(prefix: string) {
 
 async function serveRecordBinary(busAddress: string, client: BusClient, stateDir: string, board?: string) {
   const proc = spawn([BINARY, "serve", "record", "--bus", busAddress, ...(board ? ["--board", board] : []),
-    "--state-dir", stateDir, "--log-level", "warn"], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
+    "--state-dir", stateDir, "--log-level", "warn"], { env: { ...process.env }, stdin: "ignore", stdout: "ignore", stderr: "inherit" });
   try {
     await eventually(() => client.hasOwner(MAIN), 20000, 50);
   } catch (e) {

@@ -64,7 +64,7 @@ export function fixtureCopy(): { dir: string; stateDir: string; board: string; c
 /** `binary serve` of the fixture's services on a new private bus, over stateDir. */
 export async function serve(binary: string, stateDir: string, board: string, services = FIXTURE_SERVICES): Promise<Served> {
   const bus = await startPrivateBus();
-  const proc = spawn([binary, "serve", "--bus", bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "info", ...services], {
+  const proc = spawn([binary, "serve", "--bus", bus.address, "--board", board, "--state-dir", stateDir, "--log-level", "info", ...services], { env: { ...process.env },
     stdout: "pipe",
     stderr: "inherit",
   });

@@ -20,7 +20,7 @@ async function serveExit(prepare: (state: string) => void, service: string): Pro
     const dir = mkdtempSync(join(tmpdir(), "devservices-exit-"));
     dirs.push(dir);
     prepare(dir);
-    const p = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "error", service], { stdout: "pipe", stderr: "pipe" });
+    const p = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "error", service], { env: { ...process.env }, stdout: "pipe", stderr: "pipe" });
     return await p.exited;
   } finally {
     await bus.stop();

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
 import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, spawnScript, testEnv, type Env, callAsUser } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
 
@@ -31,7 +31,7 @@ describe.skipIf(skip !== null)("test automation: who may reach into applications
   let root: BusClient;
 
   beforeAll(async () => {
-    testGid = ensureAccounts().gids["devservices-test"];
+    testGid = testAccounts().gids["devservices-test"];
     env = await testEnv();
     dir = mkdtempSync(join(tmpdir(), "testautomation-access-"));
     openBusToAll(env.bus.address);

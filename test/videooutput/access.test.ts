@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryBuilt, binaryForAnyUser, openBusToAll, callAsUser } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, openBusToAll, callAsUser, groupGid } from "../helpers/harness";
 import { OK, voEnv, type VoEnv } from "./env";
 
 const GROUP = "devservices-votest";
@@ -19,7 +19,7 @@ describe.skipIf(skip !== null)("access: root and the media framework's group", (
   let app: string;
   let gid: number;
   beforeAll(async () => {
-    gid = Number(Bun.spawnSync(["sh", "-c", `getent group ${GROUP} || (groupadd -r ${GROUP} && getent group ${GROUP})`]).stdout.toString().trim().split(":")[2]);
+    gid = groupGid(GROUP);
     dir = mkdtempSync(join(tmpdir(), "videooutput-access-"));
     // The file names the group; the recipe's value (a group nobody is in) loses.
     writeFileSync(join(dir, "videooutput.conf"), `# media framework\naccessGroup=${GROUP}\n`);

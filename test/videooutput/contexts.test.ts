@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
 import { binaryBuilt, binaryForAnyUser, openBusToAll, ROOT, spawnScript, testEnv, type Env, callAsUser } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 import { OK, VO } from "./env";
 
@@ -32,7 +32,7 @@ describe.skipIf(skip !== null)("contexts belong to the registering uid", () => {
   let root: BusClient;
 
   beforeAll(async () => {
-    const acc = ensureAccounts();
+    const acc = testAccounts();
     media = acc.gids["devservices-media"];
     OTHER = acc.uid;
     env = await testEnv();

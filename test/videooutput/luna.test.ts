@@ -6,7 +6,7 @@
 // is composed; the status starts empty after connect (upstream's state).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { binaryBuilt, eventually } from "../helpers/harness";
-import { ensureAccounts } from "../layer/accounts";
+import { testAccounts } from "../layer/accounts";
 import { OK } from "./env";
 import { serveVideoOutput, type Served } from "./served";
 
@@ -20,7 +20,7 @@ describe.skipIf(skip !== null)("the luna-send flow: every call a one-shot proces
   let s: Served;
   let media: number;
   beforeAll(async () => {
-    media = ensureAccounts().gids["devservices-media"];
+    media = testAccounts().gids["devservices-media"];
     s = await serveVideoOutput();
   }, 40000);
   afterAll(async () => {
