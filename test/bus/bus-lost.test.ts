@@ -13,12 +13,13 @@ test("a client's subscriptions end and its pending calls fail when the bus dies"
   const sub = await c.subscribe("fdtest", "tick", {}, () => {});
   // A call that waits: a redirected command to a stage whose nub never answers.
   const nub = await env.client();
-  const stage = await nub.subscribe("testautomation", "subscribeToCommands", { appInfo: { id: "x" }, name: "n", scene: "s", type: "t" }, () => {});
+  let commands = 0;
+  const stage = await nub.subscribe("testautomation", "subscribeToCommands", { appInfo: { id: "x" }, name: "n", scene: "s", type: "t" }, () => void commands++);
   const pending = c.call("testautomation", "handleRequest", { command: "getItems", stageId: stage.first.stageId }).then(
     () => "answered",
     (e) => String(e.message),
   );
-  await Bun.sleep(50);
+  await eventually(() => commands === 1); // the command reached the nub: the call waits on it
   const t0 = performance.now();
   process.kill(env.bus.pid, "SIGKILL");
   await sub.ended;

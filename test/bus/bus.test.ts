@@ -1,7 +1,7 @@
 // The bus layer: fd passing between processes, subscriptions (cancel, disconnect,
 // service-side end), caller identity, and refusing fds without negotiation.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { testEnv, spawnScript, eventually, type Env } from "../helpers/harness";
+import { testEnv, spawnScript, eventually, type Env, staysTrue } from "../helpers/harness";
 import fdService from "../fixtures/fd-service";
 import { BusClient } from "../../src/bus/client";
 import { DBUS, METHOD_CALL, SIGNAL } from "../../src/bus/connection";
@@ -64,8 +64,7 @@ test("subscription messages reach only the subscriber; cancel stops them and fre
   await sub.cancel();
   await eventually(() => env.rt!.server.stats().subscriptions === base);
   const n = got.length;
-  await Bun.sleep(80);
-  expect(got.length).toBe(n);
+  await staysTrue(() => got.length === n, 80, "no push after Cancel");
   expect(bGot).toBe(0);
 });
 
@@ -146,7 +145,9 @@ test("a name held by a live connection is refused; one whose owner dies is taken
   // The owner goes away while we wait in the queue: the name becomes ours.
   s.nameWaitMs = 3000;
   const hosting = s.host(spec, instance);
-  await Bun.sleep(100);
+  const queued = async () =>
+    (await holder.callRaw({ destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "ListQueuedOwners", signature: "s", body: ["com.vendor.service.held"] })).body[0] as string[];
+  await eventually(async () => (await queued()).length === 2); // the holder, then the server in the queue
   holder.close();
   await hosting;
   const c = await env.client();

@@ -6,7 +6,7 @@ import { cameraEnv, CAMERA, err, type CameraEnv } from "./setup";
 import * as tj from "../../src/ffi/turbojpeg";
 import { readCounter } from "../../src/services/camera/backend/virtual";
 import type { Json } from "../../src/core/errors";
-import { eventually } from "../helpers/harness";
+import { eventually, staysTrue } from "../helpers/harness";
 
 let c: CameraEnv;
 let h: number;
@@ -93,8 +93,7 @@ test("startCapture: burst of nimage, continuous until stopCapture; 12, 9, 23, 30
   expect(stopped.returnValue).toBe(true);
   const written = stopped.path as string[];
   expect(written.length).toBeGreaterThanOrEqual(4);
-  await Bun.sleep(300);
-  expect(readdirSync(cont).length).toBe(written.length);
+  await staysTrue(() => readdirSync(cont).length === written.length, 300, "no frame is written after stopCapture");
   for (const p of written) expect(tj.readHeader(readFileSync(p))).toMatchObject({ width: 640, height: 480 });
   expect(await c.call("stopCamera", { handle: h })).toEqual({ returnValue: true });
 });

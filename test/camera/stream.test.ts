@@ -3,7 +3,7 @@
 // signalled on an eventfd (getFd event); counted, without gaps, at the camera's rate.
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { cameraEnv, err, type CameraEnv } from "./setup";
-import { spawnScript } from "../helpers/harness";
+import { spawnScript, eventually } from "../helpers/harness";
 import { FrameReader } from "../../src/clients/camera/reader";
 import { readCounter } from "../../src/services/camera/backend/virtual";
 import * as tj from "../../src/ffi/turbojpeg";
@@ -81,7 +81,7 @@ test("the ring says when the writer stopped; MJPEG frames are whole JPEGs", asyn
   const reader = FrameReader.fromFd(fd!);
   closeFd(fd!);
   expect(reader.info).toMatchObject({ width: 640, height: 480, fourcc: "MJPG" });
-  while (reader.writeIndex < 3) await Bun.sleep(20);
+  await eventually(() => reader.writeIndex >= 3, 5000);
   const frames = reader.read();
   expect(frames.length).toBeGreaterThan(0);
   const last = frames.at(-1)!;
@@ -103,7 +103,7 @@ test("AutoContrast stretches the luma of the frames written", async () => {
     const { fd } = await c.client.callForFd("com.vendor.service.camera2", "getFd", { handle: h, type: "buffer" });
     const reader = FrameReader.fromFd(fd!);
     closeFd(fd!);
-    while (reader.writeIndex < 2) await Bun.sleep(20);
+    await eventually(() => reader.writeIndex >= 2, 5000);
     const f = reader.read().at(-1)!;
     reader.close();
     expect(f.data.length).toBe(640 * 480 * 2);

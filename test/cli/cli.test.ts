@@ -3,7 +3,7 @@
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { spawn } from "bun";
 import { existsSync } from "node:fs";
-import { testEnv, BINARY, eventually, type Env } from "../helpers/harness";
+import { testEnv, BINARY, eventually, type Env, eachLine } from "../helpers/harness";
 
 let env: Env;
 let server: ReturnType<typeof spawn>;
@@ -43,16 +43,18 @@ test("call -n COUNT waits for COUNT messages of a subscription", async () => {
     stdout: "pipe",
     env: { ...process.env, DEVSERVICES_BUS: env.bus.address },
   });
+  const out: string[] = [];
+  const read = eachLine(p.stdout, (l) => void (l.trim() && out.push(l)));
   const c = await env.client();
   const sub = await c.subscribe("testautomation", "subscribeToCommands", { appInfo: { id: "a" }, name: "n", scene: "s", type: "t" }, () => {});
   const stageId = sub.first.stageId;
-  // Give the CLI time to subscribe, then send two events.
-  await Bun.sleep(300);
+  // Once the CLI has subscribed (its first line), two events.
+  await eventually(() => out.length >= 1, 10000);
   await c.call("testautomation", "notifyEvent", { stageId, type: "one" });
   await c.call("testautomation", "notifyEvent", { stageId, type: "two" });
-  const out = await new Response(p.stdout).text();
+  await read;
   expect(await p.exited).toBe(0);
-  const lines = out.trim().split("\n").map((l) => JSON.parse(l));
+  const lines = out.map((l) => JSON.parse(l));
   expect(lines).toEqual([
     { returnValue: true, subscribed: true },
     { returnValue: true, stageId, type: "one" },

@@ -5,7 +5,7 @@ import { spawn } from "bun";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BINARY, binaryBuilt } from "../helpers/harness";
+import { BINARY, binaryBuilt, eventually } from "../helpers/harness";
 import { startPrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import { loadBoard } from "../../src/core/board";
@@ -19,8 +19,7 @@ test.skipIf(!binaryBuilt())("each widened rule is one warning at start naming th
   const p = spawn([BINARY, "serve", "--bus", bus.address, "--board", recipe, "--state-dir", join(dir, "state"), "--log-level", "warn", "nettools", "power2"], { env: { ...process.env }, stdout: "pipe", stderr: "inherit" });
   try {
     const c = await BusClient.connect(bus.address);
-    let up = false;
-    for (let i = 0; i < 200 && !up; i++) up = (await c.call("power2", "getState", {}).catch(() => null)) !== null || (await Bun.sleep(50), false);
+    await eventually(async () => (await c.call("power2", "getState", {}).catch(() => null)) !== null, 10000, 50);
     c.close();
     p.kill("SIGTERM");
     await p.exited;

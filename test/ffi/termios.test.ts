@@ -5,6 +5,7 @@ import { afterEach, expect, test } from "bun:test";
 import * as tty from "../../src/ffi/termios.ts";
 import { readAvailable, writeFd } from "../../src/ffi/libc.ts";
 import { checkAgainstHeaders, sameNames } from "./cabi.ts";
+import { staysTrue, eventually } from "../helpers/harness";
 
 const flagNames = [
   "IGNBRK", "BRKINT", "IGNPAR", "PARMRK", "INPCK", "ISTRIP", "INLCR", "IGNCR", "ICRNL", "IXON", "IXANY", "IXOFF", "IMAXBEL", "IUTF8",
@@ -70,7 +71,7 @@ test("canonical mode: the slave gets whole lines, edited; output NL becomes CR N
   const p = pty();
   tty.setAttr(p.slave, tty.makeCanonical(tty.getAttr(p.slave)));
   writeFd(p.master, Buffer.from("hel"));
-  await Bun.sleep(20);
+  await staysTrue(() => tty.inputPending(p.slave) === 0, 20, "no whole line before its end");
   expect(readAvailable(p.slave, 64)).toBeNull(); // no line yet
   expect(tty.inputPending(p.slave)).toBe(0);
   writeFd(p.master, Buffer.from("lx\x7fo\r")); // erase the x; CR ends the line as NL
@@ -115,7 +116,7 @@ test("watchInput delivers data on the event source and ends when the other side 
     }, resolve);
   });
   writeFd(p.slave, Buffer.from("hel"));
-  await Bun.sleep(20);
+  await eventually(() => chunks.join("") === "hel");
   writeFd(p.slave, Buffer.from("lo"));
   expect(await ended).toBeUndefined();
   expect(chunks.join("")).toBe("hello");

@@ -4,6 +4,7 @@ import { test, expect, afterEach } from "bun:test";
 import { existsSync } from "node:fs";
 import { fcEnv, expectError, BLOCK, FC, type FcEnv } from "./env";
 import { IndexedHeap } from "../../src/services/filecache/heap";
+import { eventually } from "../helpers/harness";
 
 let t: FcEnv | undefined;
 afterEach(async () => {
@@ -39,8 +40,9 @@ test("present -> expired automatically under space pressure: lifetime passed fir
   o.r60 = await put("a", { cost: 60, lifetime: 0 });
   const sub = await t!.client.subscribe(FC, "SubscribeCacheObject", { pathName: o.held }, () => {});
   expect(sub.first.subscribed).toBe(true);
-  // Touched: recently used, so it goes after r50b although inserted before it.
-  await Bun.sleep(2);
+  // Touched: recently used, so it goes after r50b although inserted before it (a later millisecond than every insert).
+  const inserted = Date.now();
+  await eventually(() => Date.now() > inserted, 1000, 1);
   expect(await t!.call("TouchCacheObject", { pathName: o.r50a })).toEqual({ returnValue: true });
   expect(await t!.call("GetCacheStatus")).toMatchObject({ numObjs: 8, size: 8 * BLOCK, availSpace: 0 });
 

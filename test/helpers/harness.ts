@@ -147,6 +147,37 @@ export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 2000, 
   }
 }
 
+/**
+ * Asserts that something does NOT happen for `ms`: cond() is checked every `stepMs` and
+ * must hold each time (e.g. "no push arrives after Cancel", "the lock is still held").
+ * Throws, naming `what`, the first time it does not. The only fixed wait the tests
+ * make, bounded and named for what it shows.
+ */
+export async function staysTrue(cond: () => unknown | Promise<unknown>, ms: number, what: string, stepMs = 10): Promise<void> {
+  const end = performance.now() + ms;
+  for (;;) {
+    if (!(await cond())) throw new Error(`no longer true after ${Math.round(ms - (end - performance.now()))} ms: ${what}`);
+    const left = end - performance.now();
+    if (left <= 0) return;
+    await Bun.sleep(Math.min(stepMs, left));
+  }
+}
+
+/** The inodes a process watches with inotify (every inotify fd of it, from /proc/PID/fdinfo). */
+export function inotifyWatches(pid = process.pid): Set<number> {
+  const out = new Set<number>();
+  for (const fd of readdirSync(`/proc/${pid}/fdinfo`)) {
+    let info: string;
+    try {
+      info = readFileSync(`/proc/${pid}/fdinfo/${fd}`, "utf8");
+    } catch {
+      continue; // closed meanwhile
+    }
+    for (const m of info.matchAll(/^inotify wd:\S+ ino:([0-9a-f]+)/gm)) out.add(parseInt(m[1]!, 16));
+  }
+  return out;
+}
+
 export function binaryBuilt(): boolean {
   return existsSync(BINARY);
 }

@@ -3,7 +3,7 @@
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { testEnv, eventually, type Env } from "../helpers/harness";
+import { testEnv, eventually, type Env, staysTrue } from "../helpers/harness";
 import type { BusClient } from "../../src/bus/client";
 import { installApp, removeApp, tempDir, BROWSER_FILTERS } from "./apps";
 
@@ -98,7 +98,7 @@ test("sendResult is accepted only from the handler's process: another caller is 
   expect(await call("sendResult", { intentId: id, result: "playing" })).toEqual({
     returnValue: false, errorText: "Invalid parameter", reason: `intent ${id} was routed to com.example.player; results are accepted from it only`,
   });
-  await Bun.sleep(50);
+  await staysTrue(() => got.length === 0, 50, "a refused result reaches no subscriber");
   expect(got).toEqual([]);
   await started.cancel();
   await other.cancel();

@@ -10,7 +10,7 @@ import { spawn } from "bun";
 import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BINARY, BUN, ROOT, eventually } from "../helpers/harness";
+import { BINARY, BUN, ROOT, eventually, eachLine } from "../helpers/harness";
 import { BusClient } from "../../src/bus/client";
 import { testAccounts, withAccounts, type Accounts, type GroupName } from "./accounts";
 import { FAKE_SERVICES, PERIPHERAL_METHODS } from "./fixtures/fake-services";
@@ -208,13 +208,15 @@ describe("services anyone may call", () => {
 
   test("an application (nobody) receives its subscription messages (unicast signals)", async () => {
     const p = spawn([...asUser("nobody"), app, "call", "--bus", address, "-n", "2", "-w", "5000", "com.vendor.service.testautomation/subscribeToEvents", '{"subscribe":true}'], { cwd: dir, stdout: "pipe", stderr: "inherit" });
-    const out = new Response(p.stdout).text();
-    // A nub (root) reports an event once the subscriber is in place.
+    const out: string[] = [];
+    const read = eachLine(p.stdout as ReadableStream<Uint8Array>, (l) => void (l.trim() && out.push(l)));
+    // A nub (root) reports an event once the subscriber is in place (the CLI's first line).
     const root = await BusClient.connect(address);
     const stage = await root.subscribe("testautomation", "subscribeToCommands", { appInfo: { id: "a" }, name: "n", scene: "s", type: "t" }, () => {});
-    await Bun.sleep(300);
+    await eventually(() => out.length >= 1, 10000);
     await root.call("testautomation", "notifyEvent", { stageId: stage.first.stageId, type: "policy" });
-    const lines = (await out).trim().split("\n").map((l) => JSON.parse(l));
+    await read;
+    const lines = out.map((l) => JSON.parse(l));
     expect(lines).toEqual([
       { returnValue: true, subscribed: true },
       { returnValue: true, stageId: stage.first.stageId, type: "policy" },

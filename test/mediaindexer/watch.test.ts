@@ -3,12 +3,12 @@
 // in, deleted), set on the process's one shared inotify instance (src/ffi/inotify.ts).
 // With watching off, the periodic fallback rescan finds them.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, statSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { miEnv, type MiEnv } from "./env";
 import { mp3, jpeg, put } from "./media";
-import { eventually } from "../helpers/harness";
+import { eventually, inotifyWatches } from "../helpers/harness";
 import { dirWatchCount, watchDirectory } from "../../src/ffi/inotify";
 import type { Json } from "../../src/core/errors";
 
@@ -39,7 +39,9 @@ test("a written, rewritten, moved and deleted file is noticed", async () => {
 
 test("directories created, moved in and deleted are followed", async () => {
   mkdirSync(join(mi.media, "new/deeper"), { recursive: true });
-  await Bun.sleep(300); // the new directories get their watches
+  // The new directories get their watches (the service runs in this process).
+  const inodes = [join(mi.media, "new"), join(mi.media, "new/deeper")].map((d) => statSync(d).ino);
+  await eventually(() => { const w = inotifyWatches(); return inodes.every((i) => w.has(i)); }, 5000);
   writeFileSync(join(mi.media, "new/deeper/d.jpg"), jpeg({ width: 5, height: 5 }));
   await eventually(async () => (await imageCount()) === 1, 5000, 50);
   const outside = mkdtempSync(join(tmpdir(), "mediaindexer-moved-"));

@@ -3,12 +3,26 @@
 // binary round trips, the polling fd, the write queue), and the virtual board's
 // cross-wired pair.
 import { test, expect, beforeAll, afterAll, describe } from "bun:test";
-import { eventually } from "../helpers/harness";
+import { eventually, staysTrue } from "../helpers/harness";
+import { closeSync, constants, openSync } from "node:fs";
 import * as termios from "../../src/ffi/termios";
 import { closeFd, writeAll } from "../../src/ffi/libc";
 import { eventfdRead, watchEventfd } from "../../src/ffi/shm";
 import { pmEnv, serialLine, PM, E, OK, type PmEnv } from "./setup";
 import type { Json } from "../../src/core/errors";
+
+/**
+ * What the serial line holds for its reader: FIONREAD on a momentary open of the tty
+ * (the service's open keeps it in use); in canonical mode the bytes of whole lines.
+ */
+function pending(path: string): number {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOCTTY | constants.O_NONBLOCK);
+  try {
+    return termios.inputPending(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 describe("on pseudo-terminals (linux board)", () => {
   let p: PmEnv;
@@ -80,13 +94,13 @@ describe("on pseudo-terminals (linux board)", () => {
     expect(await call("uart/read", { interfaceId: "ttyA" })).toEqual({ returnValue: true, data: "", dataType: "text", size: 0 });
     const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
     writeAll(a.master, bytes);
-    await Bun.sleep(20);
+    await eventually(() => pending(a.path) === bytes.length);
     const first = await call("uart/read", { interfaceId: "ttyA", dataType: "hex", size: 16 });
     expect(first).toEqual({ returnValue: true, dataType: "hex", size: 16, data: bytes.subarray(0, 16).toString("hex") });
     const rest = await call("uart/read", { interfaceId: "ttyA", dataType: "base64" });
     expect(Buffer.from(rest.data as string, "base64")).toEqual(bytes.subarray(16));
     writeAll(a.master, Buffer.from("héllo\r\n"));
-    await Bun.sleep(20);
+    await eventually(() => pending(a.path) === 8);
     // Raw: CR stays CR.
     expect(await call("uart/read", { interfaceId: "ttyA" })).toEqual({ returnValue: true, data: "héllo\r\n", dataType: "text", size: 8 });
     await call("uart/close", { interfaceId: "ttyA" });
@@ -96,17 +110,17 @@ describe("on pseudo-terminals (linux board)", () => {
     const { call } = await p.client();
     expect(await call("uart/open", { interfaceId: "ttyA", config: { canonical: true } })).toEqual(OK);
     writeAll(a.master, Buffer.from("partial"));
-    await Bun.sleep(20);
+    await staysTrue(async () => (await call("uart/read", { interfaceId: "ttyA" })).size === 0, 50, "an unfinished line is not read");
     expect(await call("uart/read", { interfaceId: "ttyA" })).toMatchObject({ data: "", size: 0 });
     writeAll(a.master, Buffer.from(" line\rsecond\nthird"));
-    await Bun.sleep(20);
+    await eventually(() => pending(a.path) === "partial line\nsecond\n".length); // canonical: whole lines only
     expect(await call("uart/read", { interfaceId: "ttyA" })).toMatchObject({ data: "partial line\nsecond\n" });
     expect(await call("uart/write", { interfaceId: "ttyA", data: "out\n", dataType: "text", size: 4 })).toEqual({ returnValue: true, size: 4 });
     expect((await a.received(4)).toString()).toBe("out\n");
     // Opened again by its holder: the new config applies (raw: the unfinished line is dropped with the mode change).
     expect(await call("uart/open", { interfaceId: "ttyA", config: { canonical: false } })).toEqual(OK);
     writeAll(a.master, Buffer.from("x"));
-    await Bun.sleep(20);
+    await eventually(() => pending(a.path) === 1);
     expect(await call("uart/read", { interfaceId: "ttyA" })).toMatchObject({ data: "x" });
     await call("uart/close", { interfaceId: "ttyA" });
   });
@@ -158,13 +172,11 @@ describe("on pseudo-terminals (linux board)", () => {
     await eventually(() => signals.length === 1);
     // Nothing more until the caller reads.
     writeAll(a.master, Buffer.from("more"));
-    await Bun.sleep(50);
-    expect(signals.length).toBe(1);
+    await staysTrue(() => signals.length === 1, 50, "no signal until the caller reads");
     expect(await call("uart/read", { interfaceId: "ttyA", size: 4 })).toMatchObject({ data: "ping" });
     await eventually(() => signals.length === 2);
     expect(await call("uart/read", { interfaceId: "ttyA" })).toMatchObject({ data: "more" });
-    await Bun.sleep(50);
-    expect(signals.length).toBe(2);
+    await staysTrue(() => signals.length === 2, 50, "no signal once everything is read");
     w.close();
     closeFd(fd!);
     await call("uart/close", { interfaceId: "ttyA" });

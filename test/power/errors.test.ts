@@ -24,7 +24,7 @@ test("1 errorPower2Busy: while a transition waits for votes, other state changes
   const sub = await p.client.subscribe(POWER, "registerStateTransition", { state: "ActiveState" }, (m) => notes.push(m));
   const clientId = sub.first.clientId as string;
   const pending = p.call("reboot", { reason: "ota" }); // nobody answers: proceeds after 1 s
-  while (notes.length === 0) await Bun.sleep(5);
+  await eventually(() => notes.length > 0, 1000, 5);
   expect(await p.call("reboot", { reason: "ota" })).toEqual(BUSY);
   expect(await p.call("shutdown", { reason: "remoteKey" })).toEqual(BUSY);
   expect(await p.call("setState", { state: "GarageModeState", reason: 1 })).toEqual(BUSY);
@@ -125,7 +125,7 @@ test("5 errorResponseTooLate: an answer with no vote open, with another token, o
   expect(await p.call("respondStateTransitionAck", { state: "ActiveState", ack: true, token: "none" })).toEqual(TOO_LATE);
   const voter = await p.registered("ActiveState", "silent");
   const pending = p.call("reboot", { reason: "ota" });
-  while (notes.length === 0) await Bun.sleep(5);
+  await eventually(() => notes.length > 0, 1000, 5);
   const token = notes[0]!.token as string;
   expect(await p.call("respondStateTransitionAck", { state: "ActiveState", ack: true, token: token + "x" })).toEqual(TOO_LATE);
   expect(await p.call("respondStateTransitionAck", { state: "ActiveState", ack: true, token })).toEqual({ returnValue: true });

@@ -3,7 +3,7 @@
 import { test, expect, beforeAll, afterAll } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { eventually, testEnv, type Env } from "../helpers/harness";
+import { eventually, testEnv, type Env, staysTrue } from "../helpers/harness";
 import { powerEnv, POWER, type PowerEnv } from "./setup";
 import type { Json } from "../../src/core/errors";
 
@@ -48,8 +48,7 @@ test("setState forces a state: the clients registered for the state left are tol
   });
   // Nobody is registered for GarageModeState: going back tells no one.
   expect(await p.call("setState", { state: "ActiveState", reason: 1.5 })).toEqual({ returnValue: true });
-  await Bun.sleep(30);
-  expect(notes.length).toBe(1);
+  await staysTrue(() => notes.length === 1, 100, "going back to ActiveState tells no one");
   await silent.proc.kill();
   await reg.cancel();
 });

@@ -2,7 +2,7 @@
 // exists, expire, and belong to the registered client they were acquired for (not
 // to the connection that called): they die with that client's connection.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { eventually, spawnScript } from "../helpers/harness";
+import { eventually, spawnScript, staysTrue } from "../helpers/harness";
 import { powerEnv, POWER, type PowerEnv } from "./setup";
 
 let p: PowerEnv;
@@ -60,7 +60,7 @@ test("a one-shot caller (devservices call) acquires a lock for a registered clie
   expect(await oneShot("acquireWakeLock", { clientId, timeout: 600 })).toEqual({ returnValue: true });
   await eventually(() => inhibits() === before + 1);
   // The caller is gone; the lock is the client's and still holds.
-  await Bun.sleep(100);
+  await staysTrue(() => releases() === released && inhibits() === before + 1, 100, "the lock outlives the one-shot caller");
   expect(await p.call("reboot", { reason: "ota" })).toEqual(BUSY);
   expect(await p.call("setState", { state: "GarageModeState", reason: 1 })).toEqual(BUSY);
   expect(releases()).toBe(released);
@@ -124,12 +124,10 @@ test("two locks: the inhibitor is held until the last one goes", async () => {
   const other = await p.registered("GarageModeState", "");
   await p.call("acquireWakeLock", { clientId: other.clientId, timeout: 60 });
   await eventually(() => inhibits() === before + 1);
-  await Bun.sleep(50);
-  expect(inhibits()).toBe(before + 1);
+  await staysTrue(() => inhibits() === before + 1, 50, "one inhibitor for both clients' locks");
   await p.call("releaseWakeLock", { clientId: one.clientId });
   expect(await p.call("reboot", { reason: "ota" })).toEqual(BUSY);
-  await Bun.sleep(50);
-  expect(releases()).toBe(released);
+  await staysTrue(() => releases() === released, 50, "the inhibitor stays while another lock holds");
   await p.call("releaseWakeLock", { clientId: other.clientId });
   await eventually(() => releases() === released + 1);
   await other.proc.kill();

@@ -1,6 +1,6 @@
 // Every error of the recording pipeline (spec codes 1-7) from its real cause.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Json } from "../../src/core/errors";
 import { recordEnv, VIDEO, AUDIO, MAIN, type RecordEnv } from "./env";
@@ -99,8 +99,7 @@ test("4: the recording ended with an error before stop", async () => {
   const sub = await r.client.subscribe(MAIN, "subscribe", {}, (m) => events.push(m));
   const path = join(r.dir, "four.mp4");
   expect(await r.call("start", av(path, { ...VIDEO, videoSrc: "failing" }))).toEqual(OK);
-  const end = Date.now() + 10000;
-  while (!events.some((e) => e.eventType === "error") && Date.now() < end) await Bun.sleep(20);
+  await eventually(() => events.some((e) => e.eventType === "error"), 10000);
   expect(events.find((e) => e.eventType === "error")).toMatchObject({ returnValue: true, id: "failing", pipelineId: "main" });
   expect(await r.call("stop")).toEqual(E4);
   // Unloaded all the same (a recording makes a new file: the next one names another).
@@ -113,7 +112,7 @@ test("4: the recording ended with an error before stop", async () => {
 test("5: the output file is gone when the pipeline stops", async () => {
   const path = join(r.dir, "five.mp4");
   expect(await r.call("start", av(path))).toEqual(OK);
-  await Bun.sleep(300);
+  await eventually(() => existsSync(path) && statSync(path).size > 0, 10000); // the pipeline writes it
   rmSync(path);
   expect(await r.call("stop")).toEqual(E5);
   expect(await r.call("stop")).toEqual(E3);

@@ -5,7 +5,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { binaryBuilt, eventually } from "../helpers/harness";
+import { binaryBuilt, eventually, staysTrue } from "../helpers/harness";
 import { binaryEnv, ffprobe, recordEnv, VIDEO, AUDIO, MAIN } from "./env";
 
 const t = binaryEnv("record-preload-");
@@ -18,7 +18,7 @@ const mapped = (pid: number) => {
 test.skipIf(!binaryBuilt())("by default GStreamer is loaded by the first start, not before", async () => {
   const proc = await t.serve();
   try {
-    await Bun.sleep(500);
+    await staysTrue(() => !mapped(proc.pid).gstreamer && !mapped(proc.pid).x264, 500, "GStreamer is not loaded before the first start");
     expect(mapped(proc.pid)).toEqual({ gstreamer: false, x264: false });
     const path = join(t.dir, "first.mp4");
     expect(await t.client.call(MAIN, "start", { video: VIDEO, audio: AUDIO, format: "MP4", path })).toEqual({ returnValue: true });

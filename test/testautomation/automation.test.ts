@@ -271,10 +271,11 @@ describe("stage lifetime", () => {
   test("a command waiting on a nub that dies is answered Invalid Stage ID", async () => {
     // A stage whose nub never answers: subscribe by hand, without a nub library.
     const nubClient = await env.client();
-    const sub = await nubClient.subscribe(TA, "subscribeToCommands", { appInfo: { id: "com.example.mute" }, name: "m", scene: "s", type: "web" }, () => {});
+    let commands = 0;
+    const sub = await nubClient.subscribe(TA, "subscribeToCommands", { appInfo: { id: "com.example.mute" }, name: "m", scene: "s", type: "web" }, () => void commands++);
     const stageId = sub.first.stageId as number;
     const pending = c.call(TA, "handleRequest", { command: "getItems", stageId });
-    await Bun.sleep(100);
+    await eventually(() => commands === 1); // the command reached the nub, which never answers
     await sub.cancel();
     const r = await pending;
     expect(r.returnValue).toBe(false);

@@ -3,7 +3,7 @@
 // bochs in test/hw/videooutput.test.ts), the spec's limits and the signage context
 // rules.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { eventually } from "../helpers/harness";
+import { eventually, staysTrue } from "../helpers/harness";
 import type { Json } from "../../src/core/errors";
 import { OK, row, voEnv, VO, type VoEnv } from "./env";
 
@@ -336,7 +336,7 @@ describe("getStatus subscriptions", () => {
     expect((got[4]!.video as Json[])[0]).toMatchObject({ connected: false });
     await sub.cancel();
     await v.call("display/setCompositing", { composeOrder: { sink: "SUB0", opacity: 255, zOrder: 1, context: "A" } });
-    await Bun.sleep(100);
+    await staysTrue(() => got.length === 5, 100, "no push after Cancel");
     expect(got).toHaveLength(5);
     await eventually(() => v.env.rt!.server.topics.count("videooutput/") === 0);
   });
