@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { BINARY, binaryBuilt, eachLine, eventually } from "../helpers/harness";
+import { BINARY, binaryBuilt, eachLine, eventually, ended } from "../helpers/harness";
 import { SIGNAL } from "../../src/bus/codec";
 
 const POWER = "com.vendor.service.power2";
@@ -30,9 +30,19 @@ export async function serve(services: string[]): Promise<Served> {
     stdout: "ignore",
     stderr: "inherit",
   });
-  const client = await BusClient.connect(bus.address);
-  // The services start side by side: wait until each one's name is owned.
-  await eventually(async () => (await Promise.all(services.map((n) => client.hasOwner(`com.vendor.service.${n}`)))).every(Boolean), 15000, 100);
+  let client: BusClient | undefined;
+  try {
+    client = await BusClient.connect(bus.address);
+    // The services start side by side: wait until each one's name is owned.
+    await eventually(async () => (await Promise.all(services.map((n) => client!.hasOwner(`com.vendor.service.${n}`)))).every(Boolean), 15000, 100);
+  } catch (e) {
+    // A start that fails leaves nothing running.
+    client?.close();
+    await ended(proc);
+    await bus.stop();
+    rmSync(state, { recursive: true, force: true });
+    throw e;
+  }
   return {
     bus,
     serve: proc,

@@ -8,7 +8,7 @@ import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
 import type { Json } from "../../src/core/errors";
-import { BUN, ROOT, binaryBuilt, binaryForAnyUser, callAsUser, eventually, openBusToAll } from "../helpers/harness";
+import { BUN, ROOT, binaryBuilt, binaryForAnyUser, callAsUser, eventually, openBusToAll, ended } from "../helpers/harness";
 import { FC } from "./env";
 
 /** Why these tests cannot run here, or null. */
@@ -66,7 +66,16 @@ export async function apart(config: Json = {}): Promise<Apart> {
     service = undefined;
     await eventually(async () => !(await root.hasOwner(FC)), 5000);
   };
-  await startService();
+  try {
+    await startService();
+  } catch (e) {
+    // A start that fails leaves nothing running.
+    if (service) await ended(service);
+    root.close();
+    await bus.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
 
   return {
     bus,

@@ -210,7 +210,8 @@ export interface Served {
 
 /**
  * Starts `serve ARGS --bus <its own>` from source in `cwd` and waits (up to `timeoutMs`)
- * until each of `names` is owned. A start that fails leaves nothing running.
+ * until each of `names` is owned; a service that exits first fails the start at once.
+ * A start that fails leaves nothing running.
  */
 export async function serveFromSource(args: string[], names: string[], cwd: string, timeoutMs = 20000): Promise<Served> {
   return startOrUndo(async (onFail) => {
@@ -227,7 +228,10 @@ export async function serveFromSource(args: string[], names: string[], cwd: stri
     onFail(() => ended(service));
     const control = await BusClient.connect(bus.address);
     onFail(() => control.close());
-    await eventually(async () => (await Promise.all(names.map((n) => control.hasOwner(n)))).every(Boolean), timeoutMs, 50);
+    await eventually(async () => {
+      if (service.exitCode !== null || service.signalCode !== null) throw new Error(`serve ${args.join(" ")} exited (${service.exitCode ?? service.signalCode}) before its names were owned`);
+      return (await Promise.all(names.map((n) => control.hasOwner(n)))).every(Boolean);
+    }, timeoutMs, 50);
     return {
       bus,
       service,

@@ -36,6 +36,22 @@ test("a service whose names never appear: serveFromSource fails and neither the 
   }
 }, 30000);
 
+test("a board that does not exist: serveFromSource fails as soon as the service exits, and leaves its bus stopped", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "starters-"));
+  chmodSync(dir, 0o755);
+  const before = running();
+  try {
+    const t0 = performance.now();
+    const start = serveFromSource(["power2", "--board", join(dir, "no-such-board.json"), "--state-dir", join(dir, "state"), "--log-level", "fatal"], ["com.vendor.service.power2"], dir, 20000);
+    await expect(start).rejects.toThrow(/exited \(\d+\) before its names were owned/);
+    expect(performance.now() - t0).toBeLessThan(15000);
+    const left = [...running()].filter(([pid]) => !before.has(pid)).map(([, cmd]) => cmd);
+    expect(left).toEqual([]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 30000);
+
 test("startOrUndo undoes what a failed start did, newest first, and throws its error on; a start that succeeds undoes nothing", async () => {
   const undone: string[] = [];
   await expect(

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { spawn, type Subprocess } from "bun";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { eventually, openBusToAll, BUN, ROOT, childrenOf, spawnScript } from "../helpers/harness";
+import { eventually, openBusToAll, BUN, ROOT, childrenOf, spawnScript, ended } from "../helpers/harness";
 import { installApp, tempDir } from "./apps";
 
 export const INTENT = "com.vendor.service.intent";
@@ -54,8 +54,17 @@ export async function startIsolated(name: string, config: Record<string, unknown
     stdout: "ignore",
     stderr: "inherit",
   });
-  const client = await BusClient.connect(bus.address);
-  await eventually(async () => ((await client.call(INTENT, "query", {}).catch(() => ({}))) as { handlers?: unknown[] }).handlers?.length === 4, 15000, 50);
+  let client: BusClient | undefined;
+  try {
+    client = await BusClient.connect(bus.address);
+    await eventually(async () => ((await client!.call(INTENT, "query", {}).catch(() => ({}))) as { handlers?: unknown[] }).handlers?.length === 4, 15000, 50);
+  } catch (e) {
+    // A start that fails leaves nothing running.
+    client?.close();
+    await ended(server);
+    await bus.stop();
+    throw e;
+  }
   const callers: Subprocess[] = [];
 
   const children = () => childrenOf(server.pid);

@@ -35,7 +35,15 @@ export async function serveVideoOutput(config: object = {}): Promise<Served> {
   openBusToAll(env.bus.address);
   const app = binaryForAnyUser(dir);
   const serve = spawnScript("src/main.ts", ["serve", "--bus", env.bus.address, "--board", join(dir, "board.json"), "--state-dir", join(dir, "state"), "--log-level", "info", "videooutput"]);
-  await serve.waitFor("devservices ready", 20000);
+  try {
+    await serve.waitFor("devservices ready", 20000);
+  } catch (e) {
+    // A start that fails leaves nothing running.
+    await serve.kill();
+    await env.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   const held: Held[] = [];
   return {
     env,
