@@ -52,7 +52,7 @@ export const NOBODY = 65534;
 
 /** The gids of the protocols' groups (created when missing, as the layer's tests do). */
 export function protocolGids(protocols: Protocol[]): number[] {
-  if (process.getuid?.() !== 0) throw new Error("calls as another uid need root (setpriv, groupadd)");
+  if (process.getuid?.() !== 0) throw new Error("calls as another uid need root (setpriv)");
   const { gids } = testAccounts();
   return protocols.map((p) => gids[`devservices-${p}`]);
 }

@@ -18,7 +18,7 @@ const NOBODY = 65534;
 const DENIED = { returnValue: false, errorCode: 8, errorText: "errorPermissionDenied" };
 const OK = { returnValue: true };
 
-const skip = process.getuid?.() !== 0 ? "needs root (setpriv, groupadd)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
+const skip = process.getuid?.() !== 0 ? "needs root (setpriv)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
 if (skip) console.warn(`power access tests skipped: ${skip}`);
 
 describe.skipIf(skip !== null)("power: callers' rights", () => {

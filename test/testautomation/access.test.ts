@@ -17,7 +17,7 @@ const TA = "com.vendor.service.testautomation";
 const NOBODY = 65534;
 const denied = (method: string) => ({ returnValue: false, errorCode: -1, errorText: `Permission denied: ${method} is for root and group devservices-test` });
 
-const skip = process.getuid?.() !== 0 ? "needs root (setpriv, groupadd)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
+const skip = process.getuid?.() !== 0 ? "needs root (setpriv)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
 if (skip) console.warn(`testautomation access tests skipped: ${skip}`);
 
 describe.skipIf(skip !== null)("test automation: who may reach into applications", () => {

@@ -18,7 +18,7 @@ const NOBODY = 65534;
 const MAX = 4;
 const denied = (context: string, errorCode = 1) => ({ returnValue: false, errorCode, errorMessage: `Permission denied: context ${context} belongs to another user` });
 
-const skip = process.getuid?.() !== 0 ? "needs root (setpriv, groupadd)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
+const skip = process.getuid?.() !== 0 ? "needs root (setpriv)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
 if (skip) console.warn(`videooutput context tests skipped: ${skip}`);
 
 describe.skipIf(skip !== null)("contexts belong to the registering uid", () => {

@@ -13,7 +13,7 @@ import { serveVideoOutput, type Served } from "./served";
 const NOBODY = 65534;
 const ZERO = { x: 0, y: 0, width: 0, height: 0 };
 
-const skip = process.getuid?.() !== 0 ? "needs root (setpriv, groupadd)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
+const skip = process.getuid?.() !== 0 ? "needs root (setpriv)" : !binaryBuilt() ? "dist/devservices is not built (bun run build)" : null;
 if (skip) console.warn(`videooutput luna-send flow tests skipped: ${skip}`);
 
 describe.skipIf(skip !== null)("the luna-send flow: every call a one-shot process", () => {
