@@ -163,6 +163,17 @@ export async function staysTrue(cond: () => unknown | Promise<unknown>, ms: numb
   }
 }
 
+/**
+ * Lets `ms` pass in which `what` must not happen, where the only check is one the
+ * caller makes afterwards (a call with effects, not a condition to poll): e.g. a
+ * refused renewal's time running out without ending a lock. Bounded and named, like
+ * staysTrue; prefer staysTrue where the condition can be polled.
+ */
+export async function quietFor(ms: number, what: string): Promise<void> {
+  if (!what) throw new Error("quietFor: say what must not happen");
+  await Bun.sleep(ms);
+}
+
 /** The inodes a process watches with inotify (every inotify fd of it, from /proc/PID/fdinfo). */
 export function inotifyWatches(pid = process.pid): Set<number> {
   const out = new Set<number>();

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "bun";
-import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, ROOT, spawnScript, testEnv, type Env, callAsUser } from "../helpers/harness";
+import { binaryBuilt, binaryForAnyUser, eventually, openBusToAll, ROOT, spawnScript, testEnv, type Env, callAsUser, quietFor } from "../helpers/harness";
 import { testAccounts } from "../layer/accounts";
 import type { BusClient } from "../../src/bus/client";
 
@@ -107,7 +107,7 @@ describe.skipIf(skip !== null)("power: callers' rights", () => {
         // Renewing with a short timeout would end the lock soon: refused as well.
         expect(await callAs(NOBODY, groups, "acquireWakeLock", { clientId, timeout: 0.2 })).toEqual(DENIED);
       }
-      await Bun.sleep(400); // past the refused renewal's 0.2 s
+      await quietFor(400, "the refused renewal's 0.2 s runs out without ending root's lock");
       // Still held: the device is kept on against root's own reboot.
       expect(await root.call(POWER, "reboot", { reason: "ota" })).toEqual({ returnValue: false, errorCode: 1, errorText: "errorPower2Busy" });
       expect(await root.call(POWER, "releaseWakeLock", { clientId })).toEqual(OK);
