@@ -9,7 +9,7 @@ process.env.DEVSERVICES_LOG_LEVEL ??= "silent";
 import { afterAll, expect } from "bun:test";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { testAccounts } from "./layer/accounts";
+import { removeTestAccounts, testAccounts } from "./layer/accounts";
 
 process.env.DEVSERVICES_GROUP_FILE = testAccounts().groupFile;
 
@@ -24,6 +24,7 @@ const digest = () => HOST_ACCOUNTS.map((f) => {
 const before = digest();
 // A hook of the preload runs once, after the last test file.
 afterAll(() => {
+  removeTestAccounts();
   // Unchanged by the tests (their groups and users are in test/layer/accounts.ts's files).
   expect({ hostAccounts: digest() }).toEqual({ hostAccounts: before });
 });

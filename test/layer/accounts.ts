@@ -14,7 +14,7 @@
 //   (withAccounts).
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** Callers' groups of the D-Bus policy, and the service user's own group. */
 export const GROUPS = ["devservices", "devservices-net", "devservices-media", "devservices-gpio", "devservices-i2c", "devservices-spi", "devservices-uart", "devservices-power", "devservices-camera", "devservices-record", "devservices-cache", "devservices-test"] as const;
@@ -39,7 +39,7 @@ const FIRST_ID = 20000;
 /** The host account whose uid the tests' devservices user has (Debian's base system has it). */
 const STAND_IN = "daemon";
 
-/** The run's account files, made once per test process and removed when it exits. */
+/** The run's account files, made once per test process (removed by removeTestAccounts). */
 let made: Accounts | undefined;
 
 function ids(file: string, field: number): Set<number> {
@@ -76,9 +76,14 @@ export function testAccounts(): Accounts {
   const passwdFile = join(dir, "passwd");
   writeFileSync(groupFile, [...keep("/etc/group", names), ...names.map((g) => `${g}:x:${gids[g]}:`)].join("\n") + "\n", { mode: 0o644 });
   writeFileSync(passwdFile, [...keep("/etc/passwd", ["devservices"]), `devservices:x:${uid}:${gids.devservices}::/nonexistent:/usr/sbin/nologin`].join("\n") + "\n", { mode: 0o644 });
-  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
   made = { uid, gid: gids.devservices!, gids: gids as Accounts["gids"], groupFile, passwdFile };
   return made;
+}
+
+/** Removes the run's account files (the preload, after the last test file). */
+export function removeTestAccounts(): void {
+  if (made) rmSync(dirname(made.groupFile), { recursive: true, force: true });
+  made = undefined;
 }
 
 /**
