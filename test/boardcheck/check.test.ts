@@ -20,9 +20,11 @@ beforeAll(() => {
   pty = termios.openPty();
 });
 afterAll(() => {
-  termios.close(pty.slave);
-  termios.close(pty.master);
-  rmSync(dir, { recursive: true, force: true });
+  if (pty) {
+    termios.close(pty.slave);
+    termios.close(pty.master);
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const T = 60000;

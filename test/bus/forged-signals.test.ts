@@ -60,8 +60,8 @@ beforeAll(async () => {
   openBusToAll(env.bus.address);
 });
 afterAll(async () => {
-  await server.close();
-  await env.stop();
+  await server?.close();
+  await env?.stop();
 });
 
 const asOther = process.getuid?.() === 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];

@@ -28,11 +28,11 @@ beforeAll(async () => {
   await eventually(async () => (await client.call("power2", "getState", {}).catch(() => null)) !== null, 10000, 50);
 });
 afterAll(async () => {
-  client.close();
-  server.kill();
-  await server.exited;
-  await bus.stop();
-  rmSync(dir, { recursive: true, force: true });
+  client?.close();
+  server?.kill();
+  await server?.exited;
+  await bus?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 test("depth is measured in one pass that skips strings and stops past the limit", () => {

@@ -117,7 +117,7 @@ describe.skipIf(skip !== null)("camera: the caller's rights", () => {
 
   afterAll(async () => {
     await served?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const clientAs = (uid: number, groups: number[]) => clientOf(bus.address, home, clients, uid, groups);
@@ -274,7 +274,7 @@ describe.skipIf(skip !== null)("camera: a configured access group and appIds", (
 
   afterAll(async () => {
     await served?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   test("open is for the configured group in place of devservices-camera, and a listed appId lets no one else in", async () => {

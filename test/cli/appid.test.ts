@@ -34,9 +34,9 @@ beforeAll(async () => {
   await eventually(async () => (await run(`${C}/getCameraList`, "{}")).code === 0, 10000, 100);
 });
 afterAll(async () => {
-  server.kill("SIGTERM");
-  await server.exited;
-  await env.stop();
+  server?.kill("SIGTERM");
+  await server?.exited;
+  await env?.stop();
 });
 
 test("-a APPID is the payload's appId: a permitted app id opens the camera, another is refused", async () => {

@@ -22,9 +22,9 @@ beforeAll(async () => {
   await eventually(async () => (await run("call", "com.vendor.service.testautomation/ping", "{}")).code === 0, 10000, 100);
 });
 afterAll(async () => {
-  server.kill("SIGTERM");
-  await server.exited;
-  await env.stop();
+  server?.kill("SIGTERM");
+  await server?.exited;
+  await env?.stop();
 });
 
 test("call prints exactly one JSON line on stdout", async () => {

@@ -68,9 +68,9 @@ beforeAll(async () => {
   await eventually(async () => (await run(`devservices call ${P}/getState '{}'`)).code === 0, 10000, 100);
 });
 afterAll(async () => {
-  server.kill("SIGTERM");
-  await server.exited;
-  await env.stop();
+  server?.kill("SIGTERM");
+  await server?.exited;
+  await env?.stop();
 });
 
 /** The wake-lock walk-through's two code blocks of docs/services/power.md: the registration, then the calls from another shell. */

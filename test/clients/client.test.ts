@@ -23,7 +23,7 @@ beforeAll(async () => {
 }, 30000);
 afterAll(async () => {
   await power?.$close();
-  await env.stop();
+  await env?.stop();
 });
 
 const serverStats = () => env.rt!.server.stats();

@@ -20,8 +20,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "clients-doc-"));
 }, 30000);
 afterAll(async () => {
-  await env.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await env?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 test("docs/clients.md has examples, each importing the client", () => {

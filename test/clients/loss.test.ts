@@ -18,7 +18,7 @@ beforeAll(async () => {
 }, 30000);
 afterAll(async () => {
   await serve?.kill();
-  await env.stop();
+  await env?.stop();
 });
 
 /** Reads a subscription until it ends; returns what it read and how it ended. */

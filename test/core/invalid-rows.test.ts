@@ -57,8 +57,8 @@ beforeAll(async () => {
   c = await env.client();
 });
 afterAll(async () => {
-  await server.close();
-  await env.stop();
+  await server?.close();
+  await env?.stop();
 });
 
 test("the method's rows: a missing field, one past its bound, one of the wrong type, another field; failureFields under them", async () => {

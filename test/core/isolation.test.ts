@@ -32,8 +32,8 @@ beforeAll(async () => {
 afterAll(async () => {
   if (skip) return;
   if (mounted) await Bun.$`umount ${join(dir, "state", "filecache")}`.nothrow();
-  await bus.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await bus?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 test.skipIf(!!skip)("file cache and media indexer fail alone; power, test automation and intent serve; READY names the failures", async () => {

@@ -94,8 +94,8 @@ describe("in a process, over the bus", () => {
     app = binaryForAnyUser(dir);
   });
   afterAll(async () => {
-    await env.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await env?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
   const leases = () => env.rt!.server.stats().leases;
 

@@ -31,7 +31,7 @@ describe.skipIf(skip !== null)("CopyCacheObject with the caller's rights", () =>
   }, 30000);
   afterAll(async () => {
     await a?.stop();
-    rmSync(out, { recursive: true, force: true });
+    if (out) rmSync(out, { recursive: true, force: true });
   });
 
   /** A directory of the caller's, and one only root may write. */

@@ -39,11 +39,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   if (skip) return;
-  client.close();
-  server.kill(9);
-  await server.exited;
-  await bus.stop();
-  rmSync(dir, { recursive: true, force: true });
+  client?.close();
+  server?.kill(9);
+  await server?.exited;
+  await bus?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
   rmSync(join(app, ".."), { recursive: true, force: true });
 });
 

@@ -60,7 +60,7 @@ describe.skipIf(skip !== null)("who follows and answers an intent", () => {
     await service?.exited;
     if (appManager && appManager.proc.exitCode === null) await appManager.kill();
     await bus?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   async function callAs(uid: number, method: string, payload: object) {

@@ -42,9 +42,9 @@ beforeAll(async () => {
   client = await env.client();
 });
 afterAll(async () => {
-  await env.stop();
-  rmSync(apps, { recursive: true, force: true });
-  rmSync(driverApps, { recursive: true, force: true });
+  await env?.stop();
+  if (apps) rmSync(apps, { recursive: true, force: true });
+  if (driverApps) rmSync(driverApps, { recursive: true, force: true });
 });
 
 test("query: all handlers, by name (every session), by action and uri, by session", async () => {

@@ -34,9 +34,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const s of spawned) if (s.proc.exitCode === null) await s.kill();
-  await env.stop();
-  rmSync(apps, { recursive: true, force: true });
-  rmSync(driverApps, { recursive: true, force: true });
+  await env?.stop();
+  if (apps) rmSync(apps, { recursive: true, force: true });
+  if (driverApps) rmSync(driverApps, { recursive: true, force: true });
 });
 
 test("launcher applicationmanager: no application manager on the bus -> Failed to start intent", async () => {

@@ -31,9 +31,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const s of spawned) if (s.proc.exitCode === null) await s.kill();
-  await env.stop();
-  rmSync(apps, { recursive: true, force: true });
-  rmSync(work, { recursive: true, force: true });
+  await env?.stop();
+  if (apps) rmSync(apps, { recursive: true, force: true });
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 test("an app dropped into the watched directory handles a view intent; start and subscribeResult subscribers both get its result", async () => {

@@ -114,8 +114,8 @@ afterAll(async () => {
   server?.kill("SIGKILL");
   await server?.exited;
   await bus?.stop();
-  rmSync(dir, { recursive: true, force: true });
-  rmSync(apps, { recursive: true, force: true });
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (apps) rmSync(apps, { recursive: true, force: true });
 });
 
 /** The service's direct children (every handler it launched and has not reaped yet). */

@@ -28,8 +28,8 @@ beforeAll(async () => {
   await mi.idle();
 });
 afterAll(async () => {
-  await mi.stop();
-  rmSync(outside, { recursive: true, force: true });
+  await mi?.stop();
+  if (outside) rmSync(outside, { recursive: true, force: true });
 });
 
 const dev = () => `storage://${mi.media}`;

@@ -103,7 +103,7 @@ describe.skipIf(!canMount)("a loop-mounted filesystem", () => {
   afterAll(async () => {
     spawnSync(["umount", join(removable, "stick")]);
     await mi?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const mscDevices = async () => ((await mi.call("getDeviceList")).pluginList as Json[]).find((p) => p.uri === "msc")!.deviceList as Json[];

@@ -67,7 +67,7 @@ describe.skipIf(!MINIDLNAD)("a MiniDLNA server on loopback", () => {
     server?.kill();
     await server?.exited;
     await mi?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const upnpDevices = async () => ((await mi.call("getDeviceList")).pluginList as Json[]).find((p) => p.uri === "upnp")!.deviceList as Json[];

@@ -55,7 +55,7 @@ describe.skipIf(skip !== null)("sethostname through systemd-hostnamed", () => {
       }
       await s.bus.stop();
     }
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
     expect(hostname()).toBe(machine);
     expect(readFileSync("/etc/hostname", "utf8")).toBe(machineFile);
   });

@@ -116,8 +116,8 @@ describe("a bus that declares no devices", () => {
     } as any);
   });
   afterAll(async () => {
-    await p.stop();
-    await narrow.stop();
+    await p?.stop();
+    await narrow?.stop();
   });
 
   test("takes 0x03 to 0x77 and refuses the reserved addresses 0x00-0x02 and 0x78-0x7f with error 17", async () => {
@@ -188,8 +188,8 @@ describe.skipIf(process.getuid?.() !== 0)("from another uid (setpriv)", () => {
     chownSync(home, 65534, 65534);
   });
   afterAll(async () => {
-    await p.stop();
-    rmSync(home, { recursive: true, force: true });
+    await p?.stop();
+    if (home) rmSync(home, { recursive: true, force: true });
   });
 
   test("an unprivileged application is refused an undeclared I2C address, a baud rate of 4294967295, and a name of Object's", async () => {

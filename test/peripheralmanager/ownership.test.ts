@@ -92,9 +92,9 @@ describe.skipIf(!binaryBuilt())("access per protocol group, for another uid", ()
     app = binaryForAnyUser(dir);
   });
   afterAll(async () => {
-    await p.stop();
-    await open.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await p?.stop();
+    await open?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   async function asUser(uid: number, groups: string, method: string, payload: Json = {}, on = p) {

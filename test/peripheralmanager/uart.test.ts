@@ -45,7 +45,7 @@ describe("on pseudo-terminals (linux board)", () => {
     });
   });
   afterAll(async () => {
-    await p.stop();
+    await p?.stop();
     for (const l of lines) l.close();
   });
 

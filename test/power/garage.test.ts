@@ -27,8 +27,8 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await p.stop();
-  rmSync(net, { recursive: true, force: true });
+  await p?.stop();
+  if (net) rmSync(net, { recursive: true, force: true });
 });
 
 test("wireless up and a network name configured: shutdown enters GarageModeState, registered clients are told but not asked", async () => {

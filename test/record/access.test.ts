@@ -78,7 +78,7 @@ describe.skipIf(skip !== null)("record: the caller's rights", () => {
 
   afterAll(async () => {
     await served?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   async function callAs(uid: number, groups: number[], method: string, payload: Json = {}): Promise<Json> {
@@ -263,7 +263,7 @@ describe.skipIf(skip !== null)("record: a configured access group", () => {
 
   afterAll(async () => {
     await served?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   test("start, pause, resume and stop are for the configured group in place of devservices-record", async () => {

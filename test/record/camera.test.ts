@@ -22,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await env?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const video = { videoSrc: "camera1", width: 320, height: 240, codec: "H264", fps: 30, bitRate: 500_000 };

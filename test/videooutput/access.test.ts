@@ -30,7 +30,7 @@ describe.skipIf(skip !== null)("access: root and the media framework's group", (
   }, 30000);
   afterAll(async () => {
     await v?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   async function callAs(uid: number, groups: number[], method: string, payload: object) {

@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await v?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 test("videooutput.conf's maxFrameWidth and maxFrameHeight bound setVideoData (the recipe's values lose); the status keeps the last frame taken", async () => {
