@@ -68,7 +68,10 @@ for (const kind of ["raw", "dgram"] as const) {
     expect(out.loopback).toMatchObject({ ok: true, address: "127.0.0.1", bytes: 64, ttl: 64, kind });
     expect(out.loopback6).toMatchObject({ ok: true, address: "::1", bytes: 64, ttl: 64, kind });
     expect(out.peer).toMatchObject({ ok: true, address: "192.0.2.1", bytes: 64, ttl: 64 });
-    expect(out.loopback.timeMs).toBeLessThan(100);
+    // The round trip the echo reports is its own: more than nothing, and within the time
+    // the call took (a wall-clock bound here failed when the machine was busy: 231 ms).
+    expect(out.loopback.timeMs).toBeGreaterThan(0);
+    expect(out.loopback.timeMs).toBeLessThanOrEqual(out.loopback.elapsedMs + 1);
     expect(out.noRoute).toMatchObject({ ok: false, reason: "unreachable", errno: 113 });
     expect(out.silent).toMatchObject({ ok: false, reason: "timeout" });
     expect(out.silent.elapsedMs).toBeGreaterThanOrEqual(290);
