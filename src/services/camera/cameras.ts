@@ -563,7 +563,7 @@ export class Cameras {
 
   // ---- the spec's methods -------------------------------------------------------------
   getCameraList(req: Req<"getCameraList">, call: Call) {
-    if (call.subscription) this.topics.add(LIST, call.subscription);
+    if (call.subscription) this.topics.add(LIST, call.subscription, { shared: true }); // the whole list, hiding nothing, any caller: shared
     return call.subscription ? ok({ deviceList: this.deviceList(), subscribed: true }) : ok({ deviceList: this.deviceList() });
   }
 

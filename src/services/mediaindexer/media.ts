@@ -325,7 +325,7 @@ export class MediaIndex {
   deviceList(sub?: Subscription) {
     const pluginList = this.ix.pluginList();
     if (sub) {
-      this.ctx.topics.add("devices", sub);
+      this.ctx.topics.add("devices", sub, { shared: true }); // the same for every caller (no caller's rights applied), any caller: shared
       this.lastDevices = JSON.stringify(pluginList);
     }
     return ok({ pluginList, ...NO_ERROR, subscribed: !!sub });

@@ -300,7 +300,7 @@ export default defineService({
         },
 
         "gpio/list"(_req, call) {
-          if (call.subscription) ctx.topics.add(K.list("gpio"), call.subscription);
+          if (call.subscription) ctx.topics.add(K.list("gpio"), call.subscription, { shared: true }); // every pin's status, the same for the whole group: shared
           return ok({ subscribed: !!call.subscription, gpioList: gpioList() });
         },
 
@@ -510,7 +510,7 @@ export default defineService({
         },
 
         "uart/list"(_req, call) {
-          if (call.subscription) ctx.topics.add(K.list("uart"), call.subscription);
+          if (call.subscription) ctx.topics.add(K.list("uart"), call.subscription, { shared: true }); // every interface's status, the same for the whole group: shared
           return ok({ subscribed: !!call.subscription, uartList: uartList() });
         },
 

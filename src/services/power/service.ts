@@ -317,7 +317,7 @@ export default defineService({
         },
 
         getState(_req, call) {
-          if (call.subscription) ctx.topics.add(STATE, call.subscription);
+          if (call.subscription) ctx.topics.add(STATE, call.subscription, { shared: true }); // the same {state} for everyone, any caller: shared
           return ok({ state: current, subscribed: !!call.subscription });
         },
 

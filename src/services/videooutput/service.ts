@@ -366,7 +366,7 @@ export default defineService({
         getStatus: (_req, call) => serial(() => {
           const video = list();
           if (call.subscription) {
-            ctx.topics.add(STATUS, call.subscription);
+            ctx.topics.add(STATUS, call.subscription, { shared: true }); // every sink's status, the same for the whole group: shared
             return { returnValue: true, subscribed: true, video, videoInfo: null };
           }
           return { returnValue: true, video, videoInfo: null };
