@@ -188,7 +188,7 @@ export default defineService({
             raise(E.gethostnameFailed);
           }
           if (call.subscription) {
-            ctx.topics.add(HOSTNAME, call.subscription);
+            ctx.topics.add(HOSTNAME, call.subscription, { shared: true }); // the one host name, any caller: shared
             return ok({ hostname, subscribed: true });
           }
           return ok({ hostname });
