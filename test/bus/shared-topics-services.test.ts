@@ -1,7 +1,8 @@
 // The services' shared topics (docs/decisions/fanout.md, "Declared so far"): one
 // change of a topic that is the same for every subscriber goes out as ONE broadcast
 // signal (com.vendor.devservices.Topic), and each subscriber gets it exactly once.
-// Open topics (power2 getState, camera getCameraList, media indexer getDeviceList) on
+// Open topics (power2 getState, camera getCameraList, media indexer getDeviceList,
+// test automation subscribeToEvents) on
 // a plain private bus; group-limited ones (peripheral manager gpio/list and uart/list,
 // video output getStatus) on a dbus-daemon running the layer's generated policy with
 // the services told it is enforced (DEVSERVICES_BUS_POLICY=layer), where a client of
@@ -32,6 +33,7 @@ const CAMERA = "com.vendor.service.camera2";
 const MI = "com.vendor.service.mediaindexer";
 const PM = "com.vendor.service.peripheralmanager";
 const VO = "com.vendor.service.videooutput";
+const TA = "com.vendor.service.testautomation";
 
 const log = configureLogging(process.env.DEVSERVICES_LOG_LEVEL ?? "silent");
 
@@ -166,7 +168,7 @@ let plain: Hosted;
 let policed: Hosted;
 beforeAll(async () => {
   // One after the other: each reads DEVSERVICES_BUS_POLICY as it connects.
-  plain = await host(["power2", "camera2", "mediaindexer"], false);
+  plain = await host(["power2", "camera2", "mediaindexer", "testautomation"], false);
   policed = await host(["peripheralmanager", "videooutput", "camera2"], true);
 }, 60000);
 afterAll(async () => {
@@ -180,6 +182,22 @@ test("power2 getState: a state change is one broadcast, received once by each su
     (msgs) => msgs.length >= 1,
   );
   expect(got).toEqual([{ returnValue: true, state: "GarageModeState" }]);
+}, 60000);
+
+test("test automation subscribeToEvents: a stage's event is one broadcast, received once by each subscriber", async () => {
+  const nub = await plain.control.subscribe(TA, "subscribeToCommands", { subscribe: true, appInfo: { id: "com.example.shared" }, name: "main", scene: "s", type: "card" }, () => {});
+  try {
+    const stageId = nub.first.stageId as number;
+    expect(typeof stageId).toBe("number");
+    const got = await twoGetOneBroadcast(
+      plain, TA, "subscribeToEvents", "subscribeToEvents",
+      () => plain.control.call(TA, "notifyEvent", { stageId, type: "stageActivate" }),
+      (msgs) => msgs.length >= 1,
+    );
+    expect(got).toEqual([{ returnValue: true, stageId, type: "stageActivate" }]);
+  } finally {
+    await nub.cancel();
+  }
 }, 60000);
 
 test("camera getCameraList: a camera plugged is one broadcast of the new list, received once by each subscriber", async () => {

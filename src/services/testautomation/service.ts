@@ -258,7 +258,7 @@ export default defineService({
 
         subscribeToEvents(req, call) {
           if (req.subscribe !== true || !call.subscription) raise(E.notSubscription);
-          ctx.topics.add(EVENTS, call.subscription);
+          ctx.topics.add(EVENTS, call.subscription, { shared: true });
           return ok({ subscribed: true });
         },
 
