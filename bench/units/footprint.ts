@@ -4,6 +4,9 @@
 // process is measured once it has said READY=1 (as systemd would start it) and has
 // idled for a moment: VmRSS and RssAnon from /proc/PID/status, Pss from
 // /proc/PID/smaps_rollup (shared pages of the executable counted once across processes).
+// Each service's share of the all-in-one process: the all-in-one's RssAnon less that
+// of the all-in-one without that service (what hosting it adds: its objects, stores,
+// watches and threads; the code of every service is loaded either way).
 //   bun bench/units/footprint.ts [ROUNDS]
 import { spawn } from "bun";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -13,7 +16,7 @@ import { startPrivateBus } from "../../src/bus/daemon";
 import { loadBoard } from "../../src/core/board";
 import { NotifySocket } from "../../test/packaging/notify-socket";
 
-const BINARY = join(import.meta.dir, "../../dist/devservices");
+const BINARY = process.env.DEVSERVICES_BINARY ?? join(import.meta.dir, "../../dist/devservices");
 const rounds = Number(process.argv[2] ?? 3);
 const services = loadBoard("virtual").services;
 const bus = await startPrivateBus();
@@ -52,18 +55,27 @@ const sum = (ms: Mem[]): Mem => ms.reduce((a, m) => ({ rss: a.rss + m.rss, anon:
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const mb = (k: number) => (k / 1024).toFixed(1);
 
-const rows: Record<string, Mem[]> = { [`all-in-one (${services.join(" ")})`]: [] };
+const ALL = `all-in-one (${services.join(" ")})`;
+const rows: Record<string, Mem[]> = { [ALL]: [] };
 for (const s of services) rows[`one process: ${s}`] = [];
 rows[`per-service, ${services.length} processes together`] = [];
+const without: Record<string, Mem[]> = Object.fromEntries(services.map((s) => [s, []]));
 for (let r = 0; r < rounds; r++) {
-  rows[`all-in-one (${services.join(" ")})`]!.push((await run([services]))[0]!);
+  rows[ALL]!.push((await run([services]))[0]!);
   for (const s of services) rows[`one process: ${s}`]!.push((await run([[s]]))[0]!);
   rows[`per-service, ${services.length} processes together`]!.push(sum(await run(services.map((s) => [s]))));
+  for (const s of services) without[s]!.push((await run([services.filter((x) => x !== s)]))[0]!);
 }
 console.log(`dist/devservices serve, virtual board, median of ${rounds} rounds (MB)`);
 console.log(`${"".padEnd(52)} ${"VmRSS".padStart(7)} ${"RssAnon".padStart(8)} ${"Pss".padStart(7)}`);
 for (const [name, ms] of Object.entries(rows)) {
   console.log(`${name.padEnd(52)} ${mb(median(ms.map((m) => m.rss))).padStart(7)} ${mb(median(ms.map((m) => m.anon))).padStart(8)} ${mb(median(ms.map((m) => m.pss))).padStart(7)}`);
+}
+const allAnon = median(rows[ALL]!.map((m) => m.anon));
+console.log(`\neach service's share of the all-in-one's RssAnon (${mb(allAnon)} MB): the all-in-one less the all-in-one without it (MB)`);
+for (const s of services) {
+  const w = median(without[s]!.map((m) => m.anon));
+  console.log(`${s.padEnd(52)} ${mb(allAnon - w).padStart(7)}`);
 }
 await bus.stop();
 rmSync(dir, { recursive: true, force: true });
