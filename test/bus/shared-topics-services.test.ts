@@ -158,7 +158,7 @@ async function twoGetOneBroadcast(h: Hosted, busName: string, method: string, me
   // One broadcast per message, each message once per subscriber, the same for both.
   const got = messages(subs[0]!);
   expect(got.length).toBe(mine.length);
-  expect(got).toEqual(mine.map((m) => JSON.parse(m.body[1] as string)));
+  expect(got).toEqual(mine.map((m) => JSON.parse(m.body![1] as string)));
   expect(messages(subs[1]!)).toEqual(got);
   await Promise.all(subs.map((p) => p.kill()));
   return got;

@@ -47,7 +47,7 @@ describe.skipIf(skip !== null)("gethostname subscribers share one broadcast", ()
     p.lines.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l)).filter((o) => o.sub === 0 && "msg" in o).map((o) => o.msg);
 
   test("each change of the host name (sethostname, or another process's) is one broadcast, and each subscriber gets it once", async () => {
-    const subs = [];
+    const subs: ReturnType<typeof spawnScript>[] = [];
     for (const _ of [1, 2]) {
       const p = spawnScript("test/fixtures/bus-fanout-subscriber.ts", [NETTOOLS, JSON.stringify([{ method: "gethostname", payload: { subscribe: true } }])],
         { DEVSERVICES_BUS: w.bus.address, HOME: "/tmp" }, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]);
