@@ -105,6 +105,10 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     failed.push(f);
     log.error({ service: f.name, busName: f.busName, path: f.path, errno: f.errno, err: e }, `${f.name} cannot start: ${describeFailure(f)}; the other services serve`);
   });
+  // The executable starts with the JIT reluctant to compile (scripts/compile-flags.ts:
+  // start-up code runs once); from here on the services' code is what runs again and
+  // again, and the JIT's normal thresholds apply.
+  Bun.unsafe.setJITPolicy(1);
   if (!started.length) {
     await stop().catch(() => {});
     // A store newer than this binary (a rollback) is reported only when it is the

@@ -32,6 +32,8 @@ const libc = dlopen("libc.so.6", {
 libc.symbols.getpid();
 // (No top-level await: a --bytecode build is CommonJS, as the product's is.)
 void Bun.connect({ unix: socketPath, socket: { data() {} } }).then(() => {
+  // As devservices' runtime does once its services serve (compile-flags.ts: the JIT policy).
+  Bun.unsafe.setJITPolicy(1);
   console.log("ready");
   setInterval(() => {}, 1 << 30);
 });
