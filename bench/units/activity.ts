@@ -13,7 +13,7 @@
 // compares the rounds after it with the value after it.
 // IDLE_MS is longer than the time a thread that started for the work idles before it
 // ends (the media indexer's metadata thread: 30 s).
-//   bun bench/units/activity.ts [IDLE_MS] [WORK_MS] [ROUNDS]      (defaults 35000, 3000, 2)
+//   bun bench/units/activity.ts [IDLE_MS] [WORK_MS] [ROUNDS]      (defaults 45000, 3000, 2)
 import { spawn } from "bun";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,7 +24,7 @@ import { writeSampleMedia } from "../../src/cli/demo-media";
 import virtual from "../../recipes/boards/virtual.json" with { type: "json" };
 
 const BINARY = process.env.DEVSERVICES_BINARY ?? join(import.meta.dir, "../../dist/devservices");
-const IDLE_MS = Number(process.argv[2] ?? 35000);
+const IDLE_MS = Number(process.argv[2] ?? 45000);
 const WORK_MS = Number(process.argv[3] ?? 3000);
 const ROUNDS = Number(process.argv[4] ?? 2);
 const dir = mkdtempSync(join(tmpdir(), "bench-activity-"));
