@@ -23,7 +23,8 @@ beforeAll(async () => {
     mkdirSync(dir, { recursive: true });
     for (let f = 0; f < 100; f++) writeFileSync(join(dir, f % 2 ? `s${f}.mp3` : `p${f}.jpg`), f % 2 ? song : photo);
   }
-});
+  // Writing 10,000 files takes more than the hook's default 5 s on a busy machine.
+}, 60_000);
 afterAll(() => mi.stop());
 
 test(`getDeviceList answers within 20 ms while ${FILES} files are scanned`, async () => {
