@@ -8,6 +8,7 @@
 import { dlopen, FFIType, ptr, read, CString, type Pointer } from "bun:ffi";
 import { watch, type Watch } from "./loop";
 import { workerUrl } from "./worker";
+import { libc } from "./libc";
 
 /** Layouts of the structs read here (checked against the GStreamer and GLib headers by test/ffi/gst.test.ts). */
 export const structs = {
@@ -348,6 +349,10 @@ export class Pipeline {
     this.l.gst.gst_object_unref(this.handle);
     this.bus = null;
     this.handle = null;
+    // The pipeline's threads have ended; what they and the elements allocated is free
+    // but stays in glibc's heap (about 6 MB a recording, docs/performance.md) unless it
+    // is given back.
+    libc.malloc_trim(0);
     return r;
   }
 }
