@@ -55,20 +55,22 @@ export function callerGroups(caller: Caller): number[] {
   }
 }
 
-let groupCache: { mtimeMs: number; byName: Map<string, number> } | undefined;
+let groupCache: { key: string; byName: Map<string, number> } | undefined;
 
 /** A group's gid from /etc/group (re-read when the file changes). */
 export function groupId(name: string, file = process.env.DEVSERVICES_GROUP_FILE ?? "/etc/group"): number | undefined {
   if (/^\d+$/.test(name)) return Number(name);
   try {
-    const m = statSync(file).mtimeMs;
-    if (!groupCache || groupCache.mtimeMs !== m) {
+    // The file (its path, and which file and version is there now: a replaced file is a new inode).
+    const st = statSync(file);
+    const key = `${file}\0${st.ino}\0${st.size}\0${st.mtimeMs}`;
+    if (!groupCache || groupCache.key !== key) {
       const byName = new Map<string, number>();
       for (const line of readFileSync(file, "utf8").split("\n")) {
         const [n, , gid] = line.split(":");
         if (n && gid !== undefined && /^\d+$/.test(gid)) byName.set(n, Number(gid));
       }
-      groupCache = { mtimeMs: m, byName };
+      groupCache = { key, byName };
     }
     return groupCache.byName.get(name);
   } catch {
