@@ -66,11 +66,15 @@ export async function serve(argv: string[]) {
   const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
   const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
   systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
+  let stopping = false;
   rt.server.onDisconnect.push(() => {
+    // Stopping closes the connection itself.
+    if (stopping) return;
     log.fatal("lost the bus; exiting");
     exitAfterLog(1);
   });
   await signalled;
+  stopping = true;
   log.info("stopping");
   systemd.stopping();
   // Stopping is bounded: a service whose stop hangs cannot keep the process past

@@ -108,6 +108,8 @@ export class Throttle {
   }
 }
 
+let exiting = false;
+
 /** The destination of the logger configureLogging made last. */
 let current: ReturnType<typeof pino.destination> | undefined;
 
@@ -118,6 +120,10 @@ let current: ReturnType<typeof pino.destination> | undefined;
  * after later lines, or not at all. Exits the same way when nothing is pending.
  */
 export function exitAfterLog(code: number, ms = 1000): void {
+  // The first exit decided wins: what happens while the log drains (the bus connection
+  // the stop closed, a late error) does not change it.
+  if (exiting) return;
+  exiting = true;
   process.exitCode = code;
   const dest = current as (ReturnType<typeof pino.destination> & { _writing?: boolean; _len?: number }) | undefined;
   if (!dest || (!dest._writing && !dest._len)) process.exit(code);

@@ -67,3 +67,37 @@ test.skipIf(!binaryBuilt())("a bus that cannot be reached: one fatal JSON line a
   expect(lines.at(-1)).toMatchObject({ level: 60, msg: "cannot start" });
   expect(JSON.stringify(lines.at(-1).err)).toContain("no-such-socket");
 }, 15000);
+
+test.skipIf(!binaryBuilt())("SIGTERM while the log's reader is not reading: the stop exits with status 0 in a bounded time (the log's last lines are waited for, never blocked on)", async () => {
+  const { libc, ptr } = await import("../../src/ffi/libc");
+  const { BusClient } = await import("../../src/bus/client");
+  const { eventually } = await import("../helpers/harness");
+  const bus = await startPrivateBus();
+  const dir = mkdtempSync(join(tmpdir(), "devservices-stopslow-"));
+  dirs.push(dir);
+  // stdout is a full pipe of one page that nobody reads: the log's writes are still in
+  // flight when the stop ends, so the exit waits for the log (a bounded time), while
+  // the bus connection the stop closed reports its end.
+  const fds = new Int32Array(2);
+  expect(libc.pipe2(ptr(fds), 0o2000000 /* O_CLOEXEC */)).toBe(0);
+  const [r, w] = [fds[0]!, fds[1]!];
+  expect(libc.fcntl(w, 1031 /* F_SETPIPE_SZ */, 4096)).toBe(4096);
+  // Full before the service writes its first line.
+  const fill = new Uint8Array(4096).fill(0x0a);
+  expect(Number(libc.write(w, ptr(fill), fill.length))).toBe(4096);
+  const client = await BusClient.connect(bus.address);
+  try {
+    const p = spawn([BINARY, "serve", "--bus", bus.address, "--state-dir", dir, "--log-level", "debug", "testautomation", "power2"], { stdout: w, stderr: "pipe" });
+    libc.close(w);
+    await eventually(async () => (await client.call("testautomation", "ping", {}, { timeoutMs: 1000 }).catch(() => ({ returnValue: false }))).returnValue === true, 20000);
+    const t0 = performance.now();
+    p.kill("SIGTERM");
+    expect(await p.exited).toBe(0);
+    expect(p.signalCode).toBeNull();
+    expect(performance.now() - t0).toBeLessThan(3500);
+  } finally {
+    client.close();
+    libc.close(r);
+    await bus.stop();
+  }
+}, 30000);
