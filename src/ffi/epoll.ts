@@ -41,3 +41,15 @@ export function getEvent(view: DataView, index: number): [number, number] {
 export function epollLib() {
   return dlopen("libc.so.6", epollSymbols).symbols;
 }
+
+/**
+ * What the poller thread (poller-worker.ts) calls, and nothing else: epoll_wait and
+ * write. Each bound symbol is a compiled trampoline in that thread's own heap, so the
+ * thread does not bind the whole of libc.ts.
+ */
+export function pollerLib() {
+  return dlopen("libc.so.6", {
+    epoll_wait: epollSymbols.epoll_wait,
+    write: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64 },
+  }).symbols;
+}
