@@ -28,21 +28,47 @@ export const R_OK = 4, W_OK = 2, X_OK = 1;
 /** openat2 resolve flags (linux/openat2.h). */
 export const RESOLVE_NO_XDEV = 0x01, RESOLVE_NO_MAGICLINKS = 0x02, RESOLVE_NO_SYMLINKS = 0x04, RESOLVE_BENEATH = 0x08;
 
+/**
+ * How long the thread stays without a request before it ends (its JavaScript heap, 1.5
+ * to 2 MB, goes with it); the next request starts another. Ended between requests
+ * only: the thread holds no one's rights then.
+ */
+export const THREAD_IDLE_MS = 30_000;
+let idleMs = THREAD_IDLE_MS;
 let worker: Worker | undefined;
+let idleTimer: ReturnType<typeof setTimeout> | undefined;
 let nextId = 0;
 const waiting = new Map<number, { resolve: (r: { fd?: number; errno: number; identity?: boolean }) => void }>();
 
+/** Tests: how long the thread stays idle (THREAD_IDLE_MS by default). */
+export function setThreadIdleMs(ms: number): void {
+  idleMs = ms;
+}
+
 function thread(): Worker {
+  clearTimeout(idleTimer);
+  idleTimer = undefined;
   if (worker) return worker;
-  worker = new Worker(workerUrl("ffi/as-caller-worker.ts"));
-  worker.onmessage = (ev: MessageEvent<{ id: number; fd?: number; errno: number; identity?: boolean }>) => {
-    const w = waiting.get(ev.data.id);
+  const w = new Worker(workerUrl("ffi/as-caller-worker.ts"));
+  worker = w;
+  w.onmessage = (ev: MessageEvent<{ id: number; fd?: number; errno: number; identity?: boolean }>) => {
+    const pending = waiting.get(ev.data.id);
     waiting.delete(ev.data.id);
-    w?.resolve(ev.data);
-    // Idle, the thread does not keep the process alive; a pending request does.
-    if (!waiting.size) worker?.unref();
+    pending?.resolve(ev.data);
+    if (waiting.size) return;
+    // Idle, the thread does not keep the process alive (a pending request does), and
+    // it ends after idleMs without one.
+    w.unref();
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => {
+      idleTimer = undefined;
+      if (worker !== w || waiting.size) return;
+      worker = undefined;
+      w.terminate();
+    }, idleMs);
+    idleTimer.unref();
   };
-  return worker;
+  return w;
 }
 
 function ask(who: Identity, q: Omit<Request, "id" | "uid" | "gid" | "groups">, call: string): Promise<number> {

@@ -2,10 +2,11 @@
 // for the caller's uid and groups, what is created is the caller's, symlinks on the
 // path are refused, and the process's own credentials never change.
 import { test, expect, beforeAll, afterAll } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openAs, unlinkAs, accessAs, mkdirAs, O_WRONLY, O_RDONLY, O_CREAT, O_EXCL, W_OK, R_OK } from "../../src/ffi/as-caller";
+import { openAs, unlinkAs, accessAs, mkdirAs, setThreadIdleMs, THREAD_IDLE_MS, O_WRONLY, O_RDONLY, O_CREAT, O_EXCL, W_OK, R_OK } from "../../src/ffi/as-caller";
+import { eventually } from "../helpers/harness";
 import { libc } from "../../src/ffi/libc";
 
 const skip = process.getuid?.() !== 0 ? "needs root (takes other uids' rights)" : null;
@@ -126,4 +127,38 @@ test.skipIf(!!skip)("a FIFO, a socket or a device where a file was expected is r
   expect(performance.now() - t0).toBeLessThan(1000);
   // The next request is served.
   expect(await errnoOf(openAs(nobody, "/etc/passwd", O_RDONLY))).toBe(0);
+});
+
+/** Threads of this process named "Worker" (Bun's name for a Worker's thread). */
+const workerThreads = () =>
+  readdirSync("/proc/self/task").filter((t) => {
+    try {
+      return readFileSync(`/proc/self/task/${t}/comm`, "utf8").trim() === "Worker";
+    } catch {
+      return false; // ended meanwhile
+    }
+  }).length;
+
+test.skipIf(!!skip)("the thread ends after its idle time without requests, and the next request starts another", async () => {
+  setThreadIdleMs(300);
+  try {
+    writeFileSync(join(dir, "idle.txt"), "x");
+    // The thread the tests above started ends once idle for 300 ms.
+    expect(await errnoOf(openAs(nobody, join(dir, "idle.txt"), O_RDONLY))).toBe(0);
+    const running = workerThreads();
+    await eventually(() => workerThreads() === running - 1, 10_000);
+    // A request after the end: a new thread, the same rights.
+    expect(await errnoOf(openAs(nobody, join(dir, "idle.txt"), O_RDONLY))).toBe(0);
+    expect(await errnoOf(openAs(nobody, join(dir, "idle.txt"), O_WRONLY))).toBe(13); // EACCES: root's file, 0644
+    expect(workerThreads()).toBe(running);
+    // Requests closer together than the idle time keep the one thread.
+    for (let i = 0; i < 5; i++) {
+      await Bun.sleep(100);
+      expect(await errnoOf(openAs(nobody, join(dir, "idle.txt"), O_RDONLY))).toBe(0);
+      expect(workerThreads()).toBe(running);
+    }
+    await eventually(() => workerThreads() === running - 1, 10_000);
+  } finally {
+    setThreadIdleMs(THREAD_IDLE_MS);
+  }
 });
