@@ -63,17 +63,23 @@ static sd_bus *bus;
 
 /* ---- just enough JSON: a string or boolean member of a flat object -------------- */
 
-/* The string value of "key" in the flat object json, copied into out (size n); 0 if absent. */
-static int json_string(const char *json, const char *key, char *out, size_t n) {
+/* Where the value of "key" in the flat object json starts (after its colon); NULL if absent. */
+static const char *json_value(const char *json, const char *key) {
   char pat[64];
   snprintf(pat, sizeof pat, "\"%s\"", key);
   const char *p = strstr(json, pat);
-  if (!p) return 0;
+  if (!p) return NULL;
   p += strlen(pat);
   while (*p == ' ') p++;
-  if (*p++ != ':') return 0;
+  if (*p++ != ':') return NULL;
   while (*p == ' ') p++;
-  if (*p++ != '"') return 0;
+  return p;
+}
+
+/* The string value of "key" in the flat object json, copied into out (size n); 0 if absent. */
+static int json_string(const char *json, const char *key, char *out, size_t n) {
+  const char *p = json_value(json, key);
+  if (!p || *p++ != '"') return 0;
   size_t i = 0;
   for (; *p && *p != '"'; p++) {
     if (*p == '\\' || i + 1 >= n) return 0;
@@ -85,15 +91,8 @@ static int json_string(const char *json, const char *key, char *out, size_t n) {
 }
 
 static int json_true(const char *json, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\"", key);
-  const char *p = strstr(json, pat);
-  if (!p) return 0;
-  p += strlen(pat);
-  while (*p == ' ') p++;
-  if (*p++ != ':') return 0;
-  while (*p == ' ') p++;
-  return !strncmp(p, "true", 4);
+  const char *p = json_value(json, key);
+  return p && !strncmp(p, "true", 4);
 }
 
 /* ---- answers ------------------------------------------------------------------ */
@@ -232,6 +231,15 @@ static int m_close(sd_bus_message *m, void *userdata, sd_bus_error *error) {
   return ok(m);
 }
 
+/* The line is at `level` after a change the caller made: subscribers hear of a new level. */
+static int level_set(sd_bus_message *m, struct pin *p, int level) {
+  if (level != p->level) {
+    p->level = level;
+    push(p);
+  }
+  return ok(m);
+}
+
 static int m_set_direction(sd_bus_message *m, void *userdata, sd_bus_error *error) {
   char s[512], dir[16];
   int r;
@@ -253,11 +261,7 @@ static int m_set_direction(sd_bus_message *m, void *userdata, sd_bus_error *erro
   p->out = out;
   int level = read_level(p);
   if (level < 0) return fail(m, 14, "I/O error");
-  if (level != p->level) {
-    p->level = level;
-    push(p);
-  }
-  return ok(m);
+  return level_set(m, p, level);
 }
 
 static int m_get_direction(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -279,11 +283,7 @@ static int m_set_value(sd_bus_message *m, void *userdata, sd_bus_error *error) {
   int level = !strcmp(value, "high");
   struct gpio_v2_line_values v = { .bits = (uint64_t)level, .mask = 1 };
   if (ioctl(p->fd, GPIO_V2_LINE_SET_VALUES_IOCTL, &v) < 0) return fail(m, 14, "I/O error");
-  if (level != p->level) {
-    p->level = level;
-    push(p);
-  }
-  return ok(m);
+  return level_set(m, p, level);
 }
 
 static int m_get_value(sd_bus_message *m, void *userdata, sd_bus_error *error) {
