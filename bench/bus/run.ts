@@ -23,6 +23,7 @@ import { BusClient } from "../../src/bus/client";
 import { loadBoard } from "../../src/core/board";
 import { findService } from "../../src/services";
 import { COMPILE_FLAGS } from "../../scripts/compile-flags";
+import { ensureSdBus } from "../sd-bus";
 import { NotifySocket } from "../../test/packaging/notify-socket";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -31,10 +32,7 @@ const RECEIVERS = Number(process.argv[3] ?? 1000);
 const INFLIGHT = 64;
 const BIN = process.env.DEVSERVICES_BINARY ?? join(ROOT, "dist/devservices");
 
-if (!(await Bun.file("/usr/include/systemd/sd-bus.h").exists())) {
-  console.error("bench/bus: installing gcc and libsystemd-dev");
-  await $`apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libsystemd-dev pkg-config`.quiet();
-}
+await ensureSdBus("bench/bus");
 const out = mkdtempSync(join(tmpdir(), "bench-bus-"));
 for (const c of ["echo-service", "client", "fanout"]) await $`gcc -O2 -o ${out}/${c} ${import.meta.dir}/${c}.c -lsystemd`;
 if (!(await Bun.file(BIN).exists())) await $`cd ${ROOT} && bun run build`.quiet();

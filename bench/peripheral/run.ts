@@ -15,6 +15,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { $, spawn } from "bun";
+import { ensureSdBus } from "../sd-bus";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const C_BIN = join(ROOT, "dist/bench/gpio-bench");
@@ -22,10 +23,7 @@ const C_SERVICE = join(ROOT, "dist/bench/gpio-service");
 
 if (process.argv[2] === "--build") {
   mkdirSync(join(ROOT, "dist/bench"), { recursive: true });
-  if (!existsSync("/usr/include/systemd/sd-bus.h")) {
-    console.error("bench/peripheral: installing libsystemd-dev (sd-bus, for gpio-service.c)");
-    await $`apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsystemd-dev`.quiet();
-  }
+  await ensureSdBus("bench/peripheral");
   await $`gcc -O2 -Wall -static -o ${C_BIN} ${join(import.meta.dir, "gpio-bench.c")}`;
   await $`gcc -O2 -Wall -o ${C_SERVICE} ${join(import.meta.dir, "gpio-service.c")} -lsystemd`;
   console.log(`built ${C_BIN} and ${C_SERVICE}; run this script in the guest (scripts/vboard bench peripheral)`);
