@@ -45,6 +45,26 @@ export function method<Req extends z.ZodType, Res extends z.ZodType>(m: MethodSp
 
 export type Api = Record<string, MethodSpec<any, any>>;
 
+/**
+ * A value (a schema shared by several methods) built on its first use and kept. A
+ * module-level schema is built when the module is evaluated, at every start, whether
+ * or not any method that uses it is ever called: a process hosting every service
+ * paid for all of them in start time and idle heap (docs/performance.md). A schema
+ * used only once (a service's options, read at start) is a plain function instead,
+ * so that it is garbage once used.
+ */
+export function once<T>(build: () => T): () => T {
+  let value: T | undefined;
+  let made = false;
+  return () => {
+    if (!made) {
+      value = build();
+      made = true;
+    }
+    return value as T;
+  };
+}
+
 const built = new WeakMap<MethodSpec, { request?: z.ZodType; response?: z.ZodType }>();
 
 /** A method's request or response schema, built on first use and kept. */
