@@ -13,19 +13,19 @@ export const DEFAULT_MAX_FRAME = { width: 8192, height: 4320 } as const;
 /** The most a DRM plane's source rectangle addresses (16.16 fixed point). */
 const FRAME_CEILING = 65535;
 
-export const SinkConfig = z.object({
+export const sinkConfig = () => z.object({
   /** The sink ID callers use (MAIN, SUB0, ...). */
   sink: z.string().regex(/^[A-Z][A-Z0-9]*$/, "an upper-case sink ID such as MAIN or SUB0"),
   /** The plane: its index in the card's plane list (every plane, primary and cursor included, by ascending id). */
   plane: z.number().int().min(0),
   /** The smallest output the plane scales a frame down to. */
-  maxDownscaleSize: VideoSize.default({ width: 64, height: 36 }),
+  maxDownscaleSize: VideoSize().default({ width: 64, height: 36 }),
   /** The largest output the plane scales a frame up to. */
-  maxUpscaleSize: VideoSize.default({ width: 3840, height: 2160 }),
+  maxUpscaleSize: VideoSize().default({ width: 3840, height: 2160 }),
 });
-export type SinkConfigT = z.output<typeof SinkConfig>;
+export type SinkConfigT = z.output<ReturnType<typeof sinkConfig>>;
 
-export const VideoOutputOptions = z.object({
+export const videoOutputOptions = () => z.object({
   /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
   configFile: z.string().nullable().default("videooutput.conf"),
   /** Besides root, members of this group may call the service (the media framework's group); "*": any caller. */
@@ -42,22 +42,22 @@ export const VideoOutputOptions = z.object({
   /** linux: plane updates by atomic commit where the driver has it (auto), or always one way. */
   commit: z.enum(["auto", "atomic", "legacy"]).default("auto"),
   /** virtual: the simulated display's size. */
-  display: VideoSize.default({ width: 1920, height: 1080 }),
+  display: VideoSize().default({ width: 1920, height: 1080 }),
   /** Sinks and the planes they drive, in zOrder order (the first is at the bottom). */
-  sinks: z.array(SinkConfig).min(1).max(4).default([
+  sinks: z.array(sinkConfig()).min(1).max(4).default([
     { sink: "MAIN", plane: 0, maxDownscaleSize: { width: 64, height: 36 }, maxUpscaleSize: { width: 3840, height: 2160 } },
     { sink: "SUB0", plane: 1, maxDownscaleSize: { width: 64, height: 36 }, maxUpscaleSize: { width: 3840, height: 2160 } },
   ]).refine((s) => new Set(s.map((x) => x.sink)).size === s.length && new Set(s.map((x) => x.plane)).size === s.length,
     "each sink once, each plane once"),
 });
-export type VideoOutputOptionsT = z.output<typeof VideoOutputOptions>;
+export type VideoOutputOptionsT = z.output<ReturnType<typeof videoOutputOptions>>;
 
 const FILE_KEYS = ["accessGroup", "maxContexts", "maxFrameWidth", "maxFrameHeight", "card", "connector", "commit"] as const;
 
 export function loadVideoOutputOptions(section: Record<string, unknown>) {
   return loadConfig({
     service: "videooutput",
-    schema: VideoOutputOptions,
+    schema: videoOutputOptions(),
     section,
     file: configFileOf(section, "videooutput.conf"),
     format: { separator: "equals" },
