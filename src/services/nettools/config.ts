@@ -8,7 +8,7 @@ import { DEFAULT_GROUP } from "./schemas";
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 
-export const NettoolsOptions = z.object({
+export const nettoolsOptions = () => z.object({
   /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
   configFile: z.string().nullable().default("nettools.conf"),
   /** Besides root, members of this group may call sethostname, createVlan and deleteVlan. */
@@ -34,7 +34,7 @@ export const NettoolsOptions = z.object({
   /** Where DHCP clients are looked up (before the process's PATH). */
   searchPath: z.string().default("/usr/sbin:/usr/bin:/sbin:/bin"),
 });
-export type NettoolsOptionsT = z.output<typeof NettoolsOptions>;
+export type NettoolsOptionsT = z.output<ReturnType<typeof nettoolsOptions>>;
 
 const FILE_KEYS = [
   "accessGroup", "hostnameFile", "hostnameSetter", "icmpSocket", "pingTimeoutMs", "arpTimeoutMs", "httpTimeoutMs",
@@ -44,7 +44,7 @@ const FILE_KEYS = [
 export function loadNettoolsOptions(section: Record<string, unknown>) {
   return loadConfig({
     service: "nettools",
-    schema: NettoolsOptions,
+    schema: nettoolsOptions(),
     section,
     file: configFileOf(section, "nettools.conf"),
     format: { separator: "equals" },
