@@ -15,23 +15,23 @@ export function parseHms(text: string): number | undefined {
   return Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]);
 }
 
-const hms = z
+const hms = () => z
   .string()
   .refine((s) => parseHms(s) !== undefined, "must be HH:MM:SS")
   .transform((s) => parseHms(s)!);
 
 /** Every option: the recipe's (lower camel case) and the file's (`Key=Value`). */
-export const PowerOptions = z.object({
+export const powerOptions = () => z.object({
   configFile: z.string().default(DEFAULT_CONFIG_FILE),
   backend: z.enum(["auto", "logind", "syscall", "virtual"]).default("auto"),
   logindBus: z.string().optional(),
   netSysfs: z.string().default("/sys/class/net"),
   /** How long a transition waits for client votes before it proceeds, in seconds. */
-  TransitionTimeout: hms.default(DEFAULT_TRANSITION_TIMEOUT_S),
+  TransitionTimeout: hms().default(DEFAULT_TRANSITION_TIMEOUT_S),
   /** The network name the garage variant needs (empty: garage never entered). */
   GarageNetworkName: z.string().default(""),
 });
-export type PowerOptionsT = z.output<typeof PowerOptions>;
+export type PowerOptionsT = z.output<ReturnType<typeof powerOptions>>;
 
 /** What power.conf may set. */
 const FILE_KEYS = ["TransitionTimeout", "GarageNetworkName"] as const;
@@ -45,9 +45,9 @@ export interface PowerConfig {
   garageNetworkName: string;
 }
 
-const source = (section: Record<string, unknown>, file: string | null): ConfigSource<typeof PowerOptions> => ({
+const source = (section: Record<string, unknown>, file: string | null): ConfigSource<ReturnType<typeof powerOptions>> => ({
   service: "power2",
-  schema: PowerOptions,
+  schema: powerOptions(),
   section,
   file,
   format: FORMAT,

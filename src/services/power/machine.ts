@@ -7,39 +7,41 @@ export const EVENTS = ["shutdown", "reboot"] as const;
 export type PowerEvent = (typeof EVENTS)[number];
 export type PowerAction = "powerOff" | "reboot";
 
-const stateName = z.string().min(1);
+/** The board recipe's power2 section, built when a board's machine is parsed. */
+export const machineSchema = () => {
+  const stateName = z.string().min(1);
+  return z.object({
+    initialState: stateName,
+    states: z.record(
+      stateName,
+      z.object({
+        /** Reaching the state powers the device off or reboots it. */
+        action: z.enum(["powerOff", "reboot"]).optional(),
+        description: z.string().optional(),
+      }),
+    ),
+    transitions: z.array(
+      z.object({
+        from: stateName,
+        /** The method that fires it; absent: taken as soon as `from` is entered. */
+        event: z.enum(EVENTS).optional(),
+        to: stateName,
+        /** Clients registered for `from` vote before it is taken. */
+        ask: z.boolean().default(false),
+      }),
+    ),
+    /** The garage variant of shutdown (spec, power `shutdown`). */
+    garage: z
+      .object({
+        from: stateName,
+        to: stateName,
+        ask: z.boolean().default(false),
+      })
+      .optional(),
+  });
+};
 
-export const MachineSchema = z.object({
-  initialState: stateName,
-  states: z.record(
-    stateName,
-    z.object({
-      /** Reaching the state powers the device off or reboots it. */
-      action: z.enum(["powerOff", "reboot"]).optional(),
-      description: z.string().optional(),
-    }),
-  ),
-  transitions: z.array(
-    z.object({
-      from: stateName,
-      /** The method that fires it; absent: taken as soon as `from` is entered. */
-      event: z.enum(EVENTS).optional(),
-      to: stateName,
-      /** Clients registered for `from` vote before it is taken. */
-      ask: z.boolean().default(false),
-    }),
-  ),
-  /** The garage variant of shutdown (spec, power `shutdown`). */
-  garage: z
-    .object({
-      from: stateName,
-      to: stateName,
-      ask: z.boolean().default(false),
-    })
-    .optional(),
-});
-
-export type MachineSpec = z.infer<typeof MachineSchema>;
+export type MachineSpec = z.infer<ReturnType<typeof machineSchema>>;
 export type Transition = MachineSpec["transitions"][number];
 
 export class PowerMachine {
@@ -47,7 +49,7 @@ export class PowerMachine {
 
   /** Parses and checks a recipe section; throws with every problem found. */
   static parse(data: unknown, origin = "board recipe"): PowerMachine {
-    const r = MachineSchema.safeParse(data, PARSE_ONCE);
+    const r = machineSchema().safeParse(data, PARSE_ONCE);
     if (!r.success) throw new Error(`${origin}: power2 state machine is invalid: ${z.prettifyError(r.error)}`);
     const m = r.data;
     const problems: string[] = [];

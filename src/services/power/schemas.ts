@@ -1,14 +1,14 @@
 // Power service API (spec part 2, com.vendor.service.power2, API level 12;
 // notifyAlarmExpiry from level 29). One entry per spec method.
 import { z } from "zod";
-import type { Api, Caller } from "../../core/service";
+import { once, type Api, type Caller } from "../../core/service";
 import { allowed, group, type AccessRule } from "../../core/access";
 
 /** Every failure carries the spec's errorCode and errorText (errors.ts). */
-const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
-const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure]);
+const Failure = once(() => z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }));
+const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure()]);
 
-const clientId = z.string().min(1).describe("the clientId returned by registerStateTransition");
+const clientId = once(() => z.string().min(1).describe("the clientId returned by registerStateTransition"));
 /** Root or members of this group may power the device off or reboot it (docs/decisions/power.md, "Who may power off"). */
 export const POWER_GROUP = "devservices-power";
 const POWER_ACCESS = group(POWER_GROUP);
@@ -34,7 +34,7 @@ export const api = {
     summary:
       "Keeps the device on for timeout seconds: no other state change runs while any lock is held (those calls get errorPower2Busy). The lock belongs to the registered client clientId: only that client's own connection or root may acquire, renew or release it (others: errorPermissionDenied); released at expiry, by releaseWakeLock or notifyAlarmExpiry, or when that client leaves the bus.",
     request: () => z.looseObject({
-      clientId,
+      clientId: clientId(),
       timeout: z.number().positive().max(MAX_WAKE_LOCK_SECONDS).describe("seconds, at most 86399"),
     }),
     response: () => answer({}),
@@ -56,7 +56,7 @@ export const api = {
   },
   notifyAlarmExpiry: {
     summary: "The wake lock of clientId has expired: it is released (errorTimerNotRunning when it holds none). From that client's connection or root.",
-    request: () => z.looseObject({ clientId }),
+    request: () => z.looseObject({ clientId: clientId() }),
     response: () => answer({ clientId: z.string().optional() }),
     level: 29,
   },
@@ -79,7 +79,7 @@ export const api = {
   },
   releaseWakeLock: {
     summary: "Releases the wake lock of clientId: from that client's connection or root (others: errorPermissionDenied).",
-    request: () => z.looseObject({ clientId }),
+    request: () => z.looseObject({ clientId: clientId() }),
     response: () => answer({}),
     level: 12,
   },
