@@ -4,4 +4,4 @@
 import { z } from "zod";
 
 /** serviceConfig.testautomation (docs/services/testautomation.md). */
-export const TestAutomationOptions = z.object({ replyTimeoutMs: z.number().positive().default(10000) });
+export const testAutomationOptions = () => z.object({ replyTimeoutMs: z.number().positive().default(10000) });

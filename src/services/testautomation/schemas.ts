@@ -1,6 +1,6 @@
 // UI test automation API (spec part 1, com.vendor.service.testautomation, API level 24).
 import { z } from "zod";
-import { base, type Api, type Caller } from "../../core/service";
+import { base, once, type Api, type Caller } from "../../core/service";
 import { allowed, group, type AccessRule } from "../../core/access";
 
 /** Root or members of this group may send commands into applications and post stage events. */
@@ -16,17 +16,17 @@ const HANDLE_REQUEST_ACCESS: AccessRule = {
     req?.command === undefined || (typeof req.command === "string" && MAPPED.has(req.command)) || allowed(TEST_ACCESS, caller, req),
 };
 
-export const Resolution = z.lazy(() => z.object({ width: z.number().default(1920), height: z.number().default(1080) }));
-export const AppInfo = z.lazy(() => z.looseObject({ id: z.string(), resolution: Resolution.optional() }));
-export const Filter = z.lazy(() => z.looseObject({
+export const Resolution = once(() => z.lazy(() => z.object({ width: z.number().default(1920), height: z.number().default(1080) })));
+export const AppInfo = once(() => z.lazy(() => z.looseObject({ id: z.string(), resolution: Resolution().optional() })));
+export const Filter = once(() => z.lazy(() => z.looseObject({
   className: z.string().optional().describe("matches an item whose class name begins with it"),
   objectName: z.string().optional(),
   visible: z.boolean().optional(),
   onlyActiveWindow: z.boolean().optional(),
   hierarchy: z.string().optional().describe("object names ('#a #b'), matched against the end of the item's hierarchy"),
-}));
-export const QueueEntry = z.lazy(() => z.looseObject({ command: z.unknown().describe("string: the command"), filter: Filter.optional() }));
-export const Stage = z.lazy(() => z.object({
+})));
+export const QueueEntry = once(() => z.lazy(() => z.looseObject({ command: z.unknown().describe("string: the command"), filter: Filter().optional() })));
+export const Stage = once(() => z.lazy(() => z.object({
   id: z.number(),
   pid: z.number(),
   width: z.number(),
@@ -35,18 +35,18 @@ export const Stage = z.lazy(() => z.object({
   isActive: z.boolean(),
   scene: z.string(),
   type: z.string(),
-}));
-export const RunningApp = z.lazy(() => z.object({ appId: z.string(), displayId: z.number(), stages: z.array(Stage) }));
-export const ApplicationInformation = z.lazy(() => z.object({
+})));
+export const RunningApp = once(() => z.lazy(() => z.object({ appId: z.string(), displayId: z.number(), stages: z.array(Stage()) })));
+export const ApplicationInformation = once(() => z.lazy(() => z.object({
   resolution: z.object({ width: z.number(), height: z.number() }),
   displayId: z.number(),
   pid: z.number(),
   isQmlApplication: z.boolean(),
   id: z.string(),
-}));
-const Response = z.looseObject(base);
+})));
+const Response = once(() => z.looseObject(base));
 /** Spec: Number. Stage and command IDs are whole numbers; any other number names none ("Invalid Stage ID", "Command ID is invalid"). */
-const stageId = z.number();
+const stageId = once(() => z.number());
 
 export const api = {
   broadcastCommand: {
@@ -67,30 +67,30 @@ export const api = {
       stageId: z.unknown().optional().describe("number; required for getApplicationInformation and redirected commands"),
       queue: z.unknown().optional().describe("array of {command, filter}; for commandsBatch"),
     }),
-    response: () => Response.extend({ result: z.unknown().optional(), teCommandId: z.number().optional() }),
+    response: () => Response().extend({ result: z.unknown().optional(), teCommandId: z.number().optional() }),
     access: HANDLE_REQUEST_ACCESS,
   },
   notifyEvent: {
     summary: "A nub reports an event of its stage; subscribeToEvents subscribers receive it. Root and the devservices-test group.",
-    request: () => z.looseObject({ stageId, type: z.string() }),
-    response: () => Response,
+    request: () => z.looseObject({ stageId: stageId(), type: z.string() }),
+    response: () => Response(),
     access: TEST_ACCESS,
   },
   ping: {
     summary: "Liveness check: returnValue true, with Message echoed when one was sent.",
     request: () => z.looseObject({ Message: z.string().optional() }),
-    response: () => Response.extend({ Message: z.string().optional() }),
+    response: () => Response().extend({ Message: z.string().optional() }),
   },
   replyToCommand: {
     summary: "A nub answers a redirected command; queue holds one result object per executed command.",
-    request: () => z.looseObject({ stageId, teCommandId: z.number(), command: z.string(), queue: z.array(z.unknown()) }),
-    response: () => Response.extend({ teCommandId: z.number().optional() }),
+    request: () => z.looseObject({ stageId: stageId(), teCommandId: z.number(), command: z.string(), queue: z.array(z.unknown()) }),
+    response: () => Response().extend({ teCommandId: z.number().optional() }),
   },
   subscribeToCommands: {
     summary: "A nub subscribes for commands; its stage is created and its stageId returned. The stage is removed when the subscription ends.",
     request: () => z.looseObject({
       subscribe: z.boolean(),
-      appInfo: AppInfo,
+      appInfo: AppInfo(),
       baseURI: z.string().optional(),
       width: z.number().optional(),
       height: z.number().optional(),
@@ -99,18 +99,18 @@ export const api = {
       version: z.string().optional(),
       type: z.string(),
     }),
-    response: () => Response.extend({ subscribed: z.boolean().optional(), stageId: z.number().optional() }),
+    response: () => Response().extend({ subscribed: z.boolean().optional(), stageId: z.number().optional() }),
     subscribable: true,
   },
   subscribeToEvents: {
     summary: "Subscribes to stage events (from notifyEvent, and stageRemoved when a nub goes away).",
     request: () => z.looseObject({ subscribe: z.boolean() }),
-    response: () => Response.extend({ subscribed: z.boolean().optional() }),
+    response: () => Response().extend({ subscribed: z.boolean().optional() }),
     subscribable: true,
   },
   version: {
     summary: "The service version.",
     request: () => z.looseObject({}),
-    response: () => Response.extend({ version: z.string().optional() }),
+    response: () => Response().extend({ version: z.string().optional() }),
   },
 } satisfies Api;

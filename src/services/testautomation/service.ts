@@ -8,7 +8,7 @@ import { answer, raise, ok, ServiceError, type ErrorRow, type Json } from "../..
 import { IdSource } from "../../core/ids";
 import { defineService, type ResponseOf } from "../../core/service";
 import { loadConfig } from "../../core/config";
-import { TestAutomationOptions } from "./config";
+import { testAutomationOptions } from "./config";
 import { api, MAPPED, TEST_GROUP } from "./schemas";
 import { E } from "./errors";
 import pkg from "../../../package.json" with { type: "json" };
@@ -85,7 +85,7 @@ export default defineService({
   },
 
   create(ctx) {
-    const { replyTimeoutMs } = loadConfig({ service: "testautomation", schema: TestAutomationOptions, section: ctx.config }).config;
+    const { replyTimeoutMs } = loadConfig({ service: "testautomation", schema: testAutomationOptions(), section: ctx.config }).config;
     /** Live stages by id; each is a lease of its nub (released when its subscription ends). */
     const stages = new Map<number, StageState>();
     const pending = new Map<number, Pending>();
