@@ -26,39 +26,41 @@ const TERMIOS_RATES = new Set<number>(TERMIOS_BAUDRATES);
 const numberList = <T extends z.ZodType>(item: T) =>
   z.preprocess((v) => (typeof v === "string" ? v.split(",").map((x) => x.trim()).filter(Boolean).map(Number) : v), z.array(item).min(1));
 
-/** A 7-bit I2C address, a Number (or a decimal or 0x string in the file). */
-const i2cAddress = z.coerce.number().int().min(0).max(0x7f);
-
-export const PeripheralOptions = z.object({
-  /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
-  configFile: z.string().nullable().default("peripheralmanager.conf"),
-  /** `auto` follows the board's backend; `linux` or `virtual` force one. */
-  backend: z.enum(["auto", "linux", "virtual"]).default("auto"),
-  /** Besides root, members of these groups (names or gids) may call the gpio/, i2c/, spi/ and uart/ methods; `*`: any caller. */
-  gpioGroup: z.string().min(1).default(DEFAULT_GROUPS.gpio),
-  i2cGroup: z.string().min(1).default(DEFAULT_GROUPS.i2c),
-  spiGroup: z.string().min(1).default(DEFAULT_GROUPS.spi),
-  uartGroup: z.string().min(1).default(DEFAULT_GROUPS.uart),
-  /** The consumer name GPIO lines are requested with (shown by gpioinfo). */
-  gpioConsumer: z.string().min(1).max(31).default("devservices"),
-  /** How long uart/write waits for the tty to take all the bytes. */
-  uartWriteTimeoutMs: z.coerce.number().int().positive().default(5000),
-  /** The baud rates uart/setBaudrate (and the recipe's `baudrate`) may set: some of the termios rates. */
-  uartBaudrates: numberList(
-    z.number().int().refine((n) => TERMIOS_RATES.has(n), { message: `must be termios rates (${TERMIOS_BAUDRATES[0]} to ${TERMIOS_BAUDRATES.at(-1)}, the Bxxx codes)` }),
-  ).default([...TERMIOS_BAUDRATES]),
-  /**
-   * The addresses i2c/open takes on a bus whose recipe entry declares no devices
-   * (`slaveAddresses` empty): i2cMinAddress to i2cMaxAddress. By default the 7-bit
-   * addresses that are not reserved (I2C-bus specification: 0x00-0x02 and 0x78-0x7f
-   * are general call, CBUS, other buses, high-speed and 10-bit prefixes).
-   */
-  i2cMinAddress: i2cAddress.default(0x03),
-  i2cMaxAddress: i2cAddress.default(0x77),
-}).superRefine((o, ctx) => {
-  if (o.i2cMinAddress > o.i2cMaxAddress) ctx.addIssue({ code: "custom", path: ["i2cMaxAddress"], message: "must not be below i2cMinAddress" });
-});
-export type PeripheralOptionsT = z.output<typeof PeripheralOptions>;
+/** The options' schema, built when the service starts (and garbage after). */
+export const peripheralOptions = () => {
+  /** A 7-bit I2C address, a Number (or a decimal or 0x string in the file). */
+  const i2cAddress = z.coerce.number().int().min(0).max(0x7f);
+  return z.object({
+    /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
+    configFile: z.string().nullable().default("peripheralmanager.conf"),
+    /** `auto` follows the board's backend; `linux` or `virtual` force one. */
+    backend: z.enum(["auto", "linux", "virtual"]).default("auto"),
+    /** Besides root, members of these groups (names or gids) may call the gpio/, i2c/, spi/ and uart/ methods; `*`: any caller. */
+    gpioGroup: z.string().min(1).default(DEFAULT_GROUPS.gpio),
+    i2cGroup: z.string().min(1).default(DEFAULT_GROUPS.i2c),
+    spiGroup: z.string().min(1).default(DEFAULT_GROUPS.spi),
+    uartGroup: z.string().min(1).default(DEFAULT_GROUPS.uart),
+    /** The consumer name GPIO lines are requested with (shown by gpioinfo). */
+    gpioConsumer: z.string().min(1).max(31).default("devservices"),
+    /** How long uart/write waits for the tty to take all the bytes. */
+    uartWriteTimeoutMs: z.coerce.number().int().positive().default(5000),
+    /** The baud rates uart/setBaudrate (and the recipe's `baudrate`) may set: some of the termios rates. */
+    uartBaudrates: numberList(
+      z.number().int().refine((n) => TERMIOS_RATES.has(n), { message: `must be termios rates (${TERMIOS_BAUDRATES[0]} to ${TERMIOS_BAUDRATES.at(-1)}, the Bxxx codes)` }),
+    ).default([...TERMIOS_BAUDRATES]),
+    /**
+     * The addresses i2c/open takes on a bus whose recipe entry declares no devices
+     * (`slaveAddresses` empty): i2cMinAddress to i2cMaxAddress. By default the 7-bit
+     * addresses that are not reserved (I2C-bus specification: 0x00-0x02 and 0x78-0x7f
+     * are general call, CBUS, other buses, high-speed and 10-bit prefixes).
+     */
+    i2cMinAddress: i2cAddress.default(0x03),
+    i2cMaxAddress: i2cAddress.default(0x77),
+  }).superRefine((o, ctx) => {
+    if (o.i2cMinAddress > o.i2cMaxAddress) ctx.addIssue({ code: "custom", path: ["i2cMaxAddress"], message: "must not be below i2cMinAddress" });
+  });
+};
+export type PeripheralOptionsT = z.output<ReturnType<typeof peripheralOptions>>;
 
 const FILE_KEYS = [
   "gpioGroup", "i2cGroup", "spiGroup", "uartGroup", "gpioConsumer", "uartWriteTimeoutMs", "uartBaudrates", "i2cMinAddress", "i2cMaxAddress",
@@ -67,7 +69,7 @@ const FILE_KEYS = [
 export function loadPeripheralOptions(section: Record<string, unknown>) {
   return loadConfig({
     service: "peripheralmanager",
-    schema: PeripheralOptions,
+    schema: peripheralOptions(),
     section,
     file: configFileOf(section, "peripheralmanager.conf"),
     format: { separator: "equals" },

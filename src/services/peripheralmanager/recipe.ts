@@ -4,11 +4,12 @@
 import { z } from "zod";
 import { PARSE_ONCE } from "../../core/config";
 
-const devicePath = z.string().min(1).describe("device node, /dev/...");
+/** A device node; built once per section schema and shared by its entries. */
+const devicePath = () => z.string().min(1).describe("device node, /dev/...");
 /** What the kernel takes as a u32 (line offsets, spidev's max_speed_hz). */
 const U32 = 0xffffffff;
 
-export const GpioPin = z.object({
+export const gpioPin = () => z.object({
   /** GPIO chip: a /dev/gpiochipN path, or the chip's label (found among /dev/gpiochip*). */
   chip: z.string().min(1).optional(),
   /** Line: its offset on the chip, or its name. */
@@ -20,9 +21,9 @@ export const GpioPin = z.object({
   loopback: z.string().optional(),
 });
 
-export const I2cBus = z.object({
+export const i2cBus = (device: z.ZodString) => z.object({
   /** /dev/i2c-N */
-  device: devicePath.optional(),
+  device: device.optional(),
   /**
    * Addresses of the devices on the bus (the verbose list's slaveAddress): i2c/open
    * takes these only. Empty: any address of the configured range (i2cMinAddress to
@@ -32,17 +33,17 @@ export const I2cBus = z.object({
   description: z.string().optional(),
 });
 
-export const SpiBus = z.object({
+export const spiBus = (device: z.ZodString) => z.object({
   /** /dev/spidevB.C */
-  device: devicePath.optional(),
+  device: device.optional(),
   /** The bus maximum: spi/setFrequency refuses more. */
   maxSpeedHz: z.number().int().positive().max(U32),
   description: z.string().optional(),
 });
 
-export const Uart = z.object({
+export const uart = (device: z.ZodString) => z.object({
   /** The tty: /dev/ttyS0, /dev/serial0, a pty... */
-  device: devicePath.optional(),
+  device: device.optional(),
   /** Rate set when the interface is opened: one of the rates uart/setBaudrate takes (config uartBaudrates). */
   baudrate: z.number().int().positive().default(115200),
   description: z.string().optional(),
@@ -50,13 +51,17 @@ export const Uart = z.object({
   loopback: z.string().optional(),
 });
 
-export const PeripheralSection = z.object({
-  gpio: z.record(z.string().regex(/^gpio\d+$/, "pin IDs are gpio<N>"), GpioPin).default({}),
-  i2c: z.record(z.string().regex(/^I2C\d+$/, "I2C bus names are I2C<N>"), I2cBus).default({}),
-  spi: z.record(z.string().regex(/^SPI\d\d$/, "SPI bus names are SPI<NN>"), SpiBus).default({}),
-  uart: z.record(z.string().min(1), Uart).default({}),
-});
-export type PeripheralSectionT = z.output<typeof PeripheralSection>;
+/** The section's schema, built when the service starts (and garbage after). */
+export const peripheralSection = () => {
+  const device = devicePath();
+  return z.object({
+    gpio: z.record(z.string().regex(/^gpio\d+$/, "pin IDs are gpio<N>"), gpioPin()).default({}),
+    i2c: z.record(z.string().regex(/^I2C\d+$/, "I2C bus names are I2C<N>"), i2cBus(device)).default({}),
+    spi: z.record(z.string().regex(/^SPI\d\d$/, "SPI bus names are SPI<NN>"), spiBus(device)).default({}),
+    uart: z.record(z.string().min(1), uart(device)).default({}),
+  });
+};
+export type PeripheralSectionT = z.output<ReturnType<typeof peripheralSection>>;
 
 /** A table whose lookups find only its own entries: a caller's `constructor` or `__proto__` is no name of the board. */
 const ownEntries = <T>(table: Record<string, T>): Record<string, T> => Object.assign(Object.create(null) as Record<string, T>, table);
@@ -67,7 +72,7 @@ const ownEntries = <T>(table: Record<string, T>): Record<string, T> => Object.as
  * have no prototype, so a lookup by a caller's name finds the recipe's entries only.
  */
 export function parseSection(data: unknown, origin: string, o: { baudrates?: ReadonlySet<number> } = {}): PeripheralSectionT {
-  const r = PeripheralSection.safeParse(data ?? {}, PARSE_ONCE);
+  const r = peripheralSection().safeParse(data ?? {}, PARSE_ONCE);
   if (!r.success) throw new Error(`${origin}: the peripheralmanager section is invalid: ${z.prettifyError(r.error)}`);
   const s = { ...r.data, gpio: ownEntries(r.data.gpio), i2c: ownEntries(r.data.i2c), spi: ownEntries(r.data.spi), uart: ownEntries(r.data.uart) };
   for (const [name, p] of Object.entries(s.gpio)) {
