@@ -4,7 +4,7 @@
 import { z } from "zod";
 
 /** serviceConfig.intent (docs/services/intent.md). */
-export const IntentOptions = z.object({
+export const intentOptions = () => z.object({
   applicationDirs: z.array(z.string()).optional(),
   sessions: z.record(z.string(), z.array(z.string())).default({}),
   launcher: z.enum(["auto", "applicationmanager", "exec"]).default("auto"),
@@ -24,3 +24,4 @@ export const IntentOptions = z.object({
   /** Nice steps below the service that the handler processes it runs themselves run at (0: the service's priority). */
   handlerNice: z.number().int().min(0).max(19).default(10),
 });
+export type IntentOptionsT = z.output<ReturnType<typeof intentOptions>>;

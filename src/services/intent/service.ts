@@ -7,7 +7,7 @@ import { raise, ok, type Json } from "../../core/errors";
 import { defineService, type Caller, type ServiceInstance } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
 import { loadConfig } from "../../core/config";
-import { IntentOptions } from "./config";
+import { intentOptions } from "./config";
 import { IdSource } from "../../core/ids";
 import { api, ResultMessage, type IntentT } from "./schemas";
 import { E } from "./errors";
@@ -81,7 +81,7 @@ export default defineService({
   },
 
   create(ctx) {
-    const cfg = loadConfig({ service: "intent", schema: IntentOptions, section: ctx.config }).config;
+    const cfg = loadConfig({ service: "intent", schema: intentOptions(), section: ctx.config }).config;
     const sources: AppSource[] = (cfg.applicationDirs ?? [DEFAULT_APPLICATION_DIR, `${dirname(ctx.stateDir)}/applications`]).map((dir) => ({ dir }));
     for (const [sessionId, dirs] of Object.entries(cfg.sessions)) for (const dir of dirs) sources.push({ dir, sessionId });
     const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs });
@@ -235,7 +235,7 @@ export default defineService({
         const rec = runningIntent(req.intentId);
         // Only the handler the intent was routed to answers it.
         requireHandler(rec, call.caller);
-        const message: z.input<typeof ResultMessage> = {
+        const message: z.input<ReturnType<typeof ResultMessage>> = {
           returnValue: true,
           subscribed: true,
           intentId: rec.id,

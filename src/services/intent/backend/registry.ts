@@ -10,6 +10,7 @@ import * as ino from "../../../ffi/inotify";
 import { z } from "zod";
 import { PARSE_ONCE } from "../../../core/config";
 import type { Logger } from "../../../core/log";
+import { once } from "../../../core/service";
 import { IntentFilter } from "../schemas";
 import type { HandlerEntry } from "../match";
 
@@ -20,11 +21,11 @@ export interface AppSource {
 }
 
 /** The fields of appinfo.json the intent service reads; the rest belongs to the application manager. */
-const Descriptor = z.looseObject({
+const Descriptor = once(() => z.looseObject({
   id: z.string().min(1),
   main: z.string().min(1).optional(),
-  intentFilters: z.array(IntentFilter).optional(),
-});
+  intentFilters: z.array(IntentFilter()).optional(),
+}));
 
 export const DESCRIPTOR = "appinfo.json";
 
@@ -200,7 +201,7 @@ export class HandlerRegistry {
       this.log.error({ file, err: (e as Error).message }, "application descriptor is not valid JSON; skipped");
       return undefined;
     }
-    const r = Descriptor.safeParse(data, PARSE_ONCE);
+    const r = Descriptor().safeParse(data, PARSE_ONCE);
     if (!r.success) {
       this.log.error({ file, problem: z.prettifyError(r.error) }, "application descriptor is invalid; skipped");
       return undefined;
