@@ -7,7 +7,7 @@ import { DEFAULT_GROUP } from "./schemas";
 
 const ms = (def: number) => z.coerce.number().int().positive().default(def);
 
-export const RecordOptions = z.object({
+export const recordOptions = () => z.object({
   /** Root and this group's members may start, pause, resume and stop recordings ("*": any caller). */
   accessGroup: z.string().min(1).default(DEFAULT_GROUP),
   /** How long start waits for the pipeline to reach PLAYING. */
@@ -25,8 +25,8 @@ export const RecordOptions = z.object({
    */
   preload: z.boolean().default(false),
 });
-export type RecordOptions = z.output<typeof RecordOptions>;
+export type RecordOptions = z.output<ReturnType<typeof recordOptions>>;
 
 export function loadRecordOptions(section: Record<string, unknown> | undefined) {
-  return loadConfig({ service: "record", schema: RecordOptions, section, file: null });
+  return loadConfig({ service: "record", schema: recordOptions(), section, file: null });
 }

@@ -10,28 +10,28 @@ import { PARSE_ONCE } from "../../core/config";
 import type { Board } from "../../core/board";
 import type { StartRequest } from "./schemas";
 
-const fragment = z.string().min(1);
-const Encoder = z.object({
+const fragment = () => z.string().min(1);
+const encoder = () => z.object({
   /** What it encodes. */
   kind: z.enum(["video", "audio", "image"]),
   /** The encoder, with {bps}, {kbps}, {fps}, {quality} for the request's values. */
-  element: fragment,
+  element: fragment(),
   /** The parser between the encoder and the muxer (h264parse, aacparse); none for images. */
   parser: z.string().optional(),
 });
-const Format = z.object({
+const format = () => z.object({
   /** The muxer (its properties: fragment-duration makes MP4 fragmented, so a cut file still plays). */
-  muxer: fragment,
+  muxer: fragment(),
   /** Codec names it carries. */
   codecs: z.array(z.string()).min(1),
 });
 
-export const DEFAULT_ENCODERS: Record<string, z.input<typeof Encoder>> = {
+export const DEFAULT_ENCODERS: Record<string, z.input<ReturnType<typeof encoder>>> = {
   H264: { kind: "video", element: "x264enc tune=zerolatency speed-preset=ultrafast bitrate={kbps} key-int-max={fps}", parser: "h264parse" },
   AAC: { kind: "audio", element: "avenc_aac bitrate={bps}", parser: "aacparse" },
   JPEG: { kind: "image", element: "jpegenc quality={quality}" },
 };
-export const DEFAULT_FORMATS: Record<string, z.input<typeof Format>> = {
+export const DEFAULT_FORMATS: Record<string, z.input<ReturnType<typeof format>>> = {
   MP4: { muxer: "mp4mux fragment-duration=500", codecs: ["H264", "AAC"] },
 };
 
@@ -40,44 +40,45 @@ export const DEFAULT_FORMATS: Record<string, z.input<typeof Format>> = {
  * the camera is opened as primary, set to this YUV format and streamed into shared
  * memory; its frames are pushed into the pipeline through an appsrc.
  */
-const CameraStream = z.object({
+const cameraStream = () => z.object({
   camera: z.string().min(1),
   width: z.number().int().positive().default(640),
   height: z.number().int().positive().default(480),
   fps: z.number().int().positive().default(30),
 });
-export type CameraStream = z.output<typeof CameraStream>;
-const VideoSource = z.union([fragment, CameraStream]);
+export type CameraStream = z.output<ReturnType<typeof cameraStream>>;
+const videoSource = () => z.union([fragment(), cameraStream()]);
 
 const ID = /^[A-Za-z_][A-Za-z0-9_]*$/;
-export const RecordSection = z.object({
+export const recordSection = () => z.object({
   /** Pipeline IDs: each is served as com.vendor.pipeline.record.<id>. */
   pipelines: z.array(z.string().regex(ID, "a pipeline ID is letters, digits and _ (a bus name label)")).min(1).default(["main"]),
   /** Video sources by the ID requests name in videoSrc (camera1 -> "v4l2src device=/dev/video0"). */
-  videoSources: z.record(z.string(), VideoSource).default({ camera1: "videotestsrc is-live=true pattern=ball" }),
+  videoSources: z.record(z.string(), videoSource()).default({ camera1: "videotestsrc is-live=true pattern=ball" }),
   /** The audio source (alsasrc, pulsesrc; audiotestsrc on the virtual board). */
-  audioSource: fragment.default("audiotestsrc is-live=true wave=sine volume=0.3"),
+  audioSource: fragment().default("audiotestsrc is-live=true wave=sine volume=0.3"),
   /** Encoders by codec name, added to (or replacing) the software defaults. */
-  encoders: z.record(z.string(), Encoder).default({}),
+  encoders: z.record(z.string(), encoder()).default({}),
   /** Containers by format name, added to (or replacing) the defaults. */
-  formats: z.record(z.string(), Format).default({}),
+  formats: z.record(z.string(), format()).default({}),
 });
-export type RecordSection = z.output<typeof RecordSection>;
+export type RecordSection = z.output<ReturnType<typeof recordSection>>;
 export type Recipe = Omit<RecordSection, "encoders" | "formats"> & {
-  encoders: Record<string, z.output<typeof Encoder>>;
-  formats: Record<string, z.output<typeof Format>>;
+  encoders: Record<string, z.output<ReturnType<typeof encoder>>>;
+  formats: Record<string, z.output<ReturnType<typeof format>>>;
 };
 
 /** The board's `record` section with the defaults merged (names upper-cased). */
 export function readRecipe(board: Board): Recipe {
   const raw = (board as Record<string, unknown>).record ?? {};
-  const r = RecordSection.safeParse(raw, PARSE_ONCE);
+  const section = recordSection();
+  const r = section.safeParse(raw, PARSE_ONCE);
   if (!r.success) throw new Error(`board ${board.name}: record section is invalid: ${z.prettifyError(r.error)}`);
   const up = <T>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.toUpperCase(), v]));
   return {
     ...r.data,
-    encoders: { ...up(z.record(z.string(), Encoder).parse(DEFAULT_ENCODERS, PARSE_ONCE)), ...up(r.data.encoders) },
-    formats: { ...up(z.record(z.string(), Format).parse(DEFAULT_FORMATS, PARSE_ONCE)), ...up(r.data.formats) },
+    encoders: { ...up(section.shape.encoders.unwrap().parse(DEFAULT_ENCODERS, PARSE_ONCE)), ...up(r.data.encoders) },
+    formats: { ...up(section.shape.formats.unwrap().parse(DEFAULT_FORMATS, PARSE_ONCE)), ...up(r.data.formats) },
   };
 }
 

@@ -1,61 +1,61 @@
 // Recording pipeline API (spec part 2, com.vendor.pipeline.record.<pipeline_id>,
 // API level 32). One entry per spec method; field names are the spec's.
 import { z } from "zod";
-import type { Api } from "../../core/service";
+import { once, type Api } from "../../core/service";
 import { group } from "../../core/access";
 import { requireOneOf } from "../../core/jsonschema";
 
 /** Root or members of this group may start and control recordings (configurable: accessGroup; "*": any caller). */
 export const DEFAULT_GROUP = "devservices-record";
 
-const Failure = z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() });
-const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure]);
+const Failure = once(() => z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }));
+const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure()]);
 const int = (min: number, max: number, what: string) => z.number().int().min(min).max(max).describe(what);
 
-export const Video = z.lazy(() => z.object({
+export const Video = once(() => z.lazy(() => z.object({
   videoSrc: z.string().min(1).describe("a video source of the board recipe (a camera ID such as camera1)"),
   width: int(16, 7680, "pixels"),
   height: int(16, 4320, "pixels"),
   codec: z.string().min(1).describe("H264 (the board recipe may offer others)"),
   fps: int(1, 240, "frames a second"),
   bitRate: int(1000, 200_000_000, "bits a second"),
-}));
+})));
 
-export const Audio = z.lazy(() => z.object({
+export const Audio = once(() => z.lazy(() => z.object({
   codec: z.string().min(1).describe("AAC (the board recipe may offer others)"),
   sampleRate: int(8000, 192000, "samples a second"),
   channelCount: int(1, 8, "channels"),
   bitRate: int(8000, 2_000_000, "bits a second"),
-}));
+})));
 
-export const Image = z.lazy(() => z.object({
+export const Image = once(() => z.lazy(() => z.object({
   videoSrc: z.string().min(1).describe("a video source of the board recipe (a camera ID such as camera1)"),
   codec: z.string().min(1).describe("JPEG"),
   width: int(16, 7680, "pixels"),
   height: int(16, 4320, "pixels"),
   quality: int(1, 100, "encoder quality, 1 to 100"),
-}));
+})));
 
 /** A recording needs at least one of video, audio, image (published as anyOf of required). */
-export const StartRequest = requireOneOf(
+export const StartRequest = once(() => requireOneOf(
   z.looseObject({
-    video: Video.optional(),
-    audio: Audio.optional(),
-    image: Image.optional(),
+    video: Video().optional(),
+    audio: Audio().optional(),
+    image: Image().optional(),
     format: z.string().min(1).describe("container: MP4 for video and audio, JPEG for an image"),
     path: z.string().min(1).describe("absolute path of a new output file, created with the caller's rights (an existing file is not replaced)"),
   }),
   ["video", "audio", "image"],
-);
+));
 
-export type StartRequest = z.output<typeof StartRequest>;
+export type StartRequest = z.output<ReturnType<typeof StartRequest>>;
 
 /** The pushed event (spec: Recording pipeline event). */
-export const RecordEvent = z.lazy(() => z.looseObject({
+export const RecordEvent = once(() => z.lazy(() => z.looseObject({
   returnValue: z.literal(true),
   id: z.string().describe("the camera ID of the recording (the pipeline ID when it has no video)"),
   eventType: z.enum(["endOfStream", "error", "warning", "stateChanged"]),
-}));
+})));
 
 export const api = {
   pause: {
@@ -75,7 +75,7 @@ export const api = {
   start: {
     summary:
       "Builds the pipeline (sources and encoders from the board recipe) and records to path: video and/or audio into fragmented MP4, or one image as JPEG. Answers once the pipeline is PLAYING.",
-    request: () => StartRequest,
+    request: () => StartRequest(),
     response: () => answer({}),
     access: group(DEFAULT_GROUP),
     level: 32,
