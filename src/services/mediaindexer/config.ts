@@ -5,15 +5,16 @@ import { z } from "zod";
 import { loadConfig as loadServiceConfig } from "../../core/config";
 
 /** An absolute path: it starts with "/" (a pattern the published recipe schema states too). */
-const absolute = z.string().startsWith("/", "must be an absolute path");
+const absolutePath = () => z.string().startsWith("/", "must be an absolute path");
 const seconds = (dflt: number) => z.number().nonnegative().default(dflt);
 export const PLUGIN_NAMES = ["storage", "msc", "upnp", "mtp"] as const;
 export type PluginName = (typeof PLUGIN_NAMES)[number];
 /** The table's rule for getMediaDbPermission (schemas.ts); permissionGroup may widen it. */
 export const PERMISSION_GROUP = "devservices-media";
 
-export const mediaIndexerOptions = (stateDir: string) =>
-  z.object({
+export const mediaIndexerOptions = (stateDir: string) => {
+  const absolute = absolutePath();
+  return z.object({
     /** Local media directories, each a `storage:///<path>` device. */
     mediaRoots: z.array(absolute).default([]),
     /** Where removable mass storage is mounted (msc devices: mounts appearing below it). null: msc detects nothing. */
@@ -72,6 +73,7 @@ export const mediaIndexerOptions = (stateDir: string) =>
     /** The group whose members may call getMediaDbPermission at all (for themselves); "*": any caller. Root always may. */
     permissionGroup: z.string().min(1).default(PERMISSION_GROUP),
   });
+};
 
 export type MediaIndexerConfig = z.output<ReturnType<typeof mediaIndexerOptions>>;
 
