@@ -9,21 +9,21 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { BoardSchema } from "../src/core/board";
+import { boardSchema } from "../src/core/board";
 import { toJsonSchema } from "../src/core/jsonschema";
-import { CameraOptions } from "../src/services/camera/config";
+import { cameraOptions } from "../src/services/camera/config";
 import { fileCacheOptions } from "../src/services/filecache/config";
-import { IntentOptions } from "../src/services/intent/config";
+import { intentOptions } from "../src/services/intent/config";
 import { mediaIndexerOptions } from "../src/services/mediaindexer/config";
-import { NettoolsOptions } from "../src/services/nettools/config";
-import { PeripheralOptions } from "../src/services/peripheralmanager/config";
-import { PeripheralSection } from "../src/services/peripheralmanager/recipe";
-import { PowerOptions } from "../src/services/power/config";
-import { MachineSchema } from "../src/services/power/machine";
-import { RecordOptions } from "../src/services/record/config";
-import { RecordSection } from "../src/services/record/recipe";
-import { TestAutomationOptions } from "../src/services/testautomation/config";
-import { VideoOutputOptions } from "../src/services/videooutput/config";
+import { nettoolsOptions } from "../src/services/nettools/config";
+import { peripheralOptions } from "../src/services/peripheralmanager/config";
+import { peripheralSection } from "../src/services/peripheralmanager/recipe";
+import { powerOptions } from "../src/services/power/config";
+import { machineSchema } from "../src/services/power/machine";
+import { recordOptions } from "../src/services/record/config";
+import { recordSection } from "../src/services/record/recipe";
+import { testAutomationOptions } from "../src/services/testautomation/config";
+import { videoOutputOptions } from "../src/services/videooutput/config";
 
 export const BOARD_SCHEMA_FILE = join(import.meta.dir, "../docs/schemas/board-recipe.schema.json");
 
@@ -33,25 +33,25 @@ const STATE_DIR = "/var/lib/devservices";
 /** The recipe as every service reads it: the board's schema with every service's section spelled out. */
 export function boardRecipeZod() {
   const options = {
-    camera2: CameraOptions,
+    camera2: cameraOptions(),
     filecache: fileCacheOptions(STATE_DIR),
-    intent: IntentOptions,
+    intent: intentOptions(),
     mediaindexer: mediaIndexerOptions(STATE_DIR),
-    nettools: NettoolsOptions,
-    peripheralmanager: PeripheralOptions,
-    power2: PowerOptions,
-    record: RecordOptions,
-    testautomation: TestAutomationOptions,
-    videooutput: VideoOutputOptions,
+    nettools: nettoolsOptions(),
+    peripheralmanager: peripheralOptions(),
+    power2: powerOptions(),
+    record: recordOptions(),
+    testautomation: testAutomationOptions(),
+    videooutput: videoOutputOptions(),
   };
-  return BoardSchema.extend({
+  return boardSchema().extend({
     serviceConfig: z
       .object(Object.fromEntries(Object.entries(options).map(([k, v]) => [k, (v as z.ZodType).optional()])) as { [K in keyof typeof options]: z.ZodOptional<(typeof options)[K]> })
       .catchall(z.record(z.string(), z.unknown()))
       .default({}),
-    peripheralmanager: PeripheralSection.optional().describe("GPIO pins, I2C and SPI buses, UARTs (docs/board-recipes.md)"),
-    record: RecordSection.optional().describe("recording pipelines, sources and encoders (docs/board-recipes.md)"),
-    power2: MachineSchema.optional().describe("the power state machine (docs/power-states.md)"),
+    peripheralmanager: peripheralSection().optional().describe("GPIO pins, I2C and SPI buses, UARTs (docs/board-recipes.md)"),
+    record: recordSection().optional().describe("recording pipelines, sources and encoders (docs/board-recipes.md)"),
+    power2: machineSchema().optional().describe("the power state machine (docs/power-states.md)"),
   });
 }
 

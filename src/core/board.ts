@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { PARSE_ONCE } from "./config";
 import virtualRecipe from "../../recipes/boards/virtual.json" with { type: "json" };
 
-export const BoardSchema = z.looseObject({
+/** The board's own fields (a plain function: the schema is built for each load and is garbage after it). */
+export const boardSchema = () => z.looseObject({
   name: z.string().min(1),
   description: z.string().default(""),
   /** `linux` drives real kernel interfaces; `virtual` simulates them. */
@@ -27,7 +28,7 @@ export const BoardSchema = z.looseObject({
     .default({}),
 });
 
-export type Board = z.infer<typeof BoardSchema>;
+export type Board = z.infer<ReturnType<typeof boardSchema>>;
 
 /** Where named recipes are looked up, in order; the virtual board is also built in. */
 export function recipeDirs(): string[] {
@@ -39,7 +40,7 @@ export function recipeDirs(): string[] {
 }
 
 export function parseBoard(data: unknown, origin: string): Board {
-  const r = BoardSchema.safeParse(data, PARSE_ONCE);
+  const r = boardSchema().safeParse(data, PARSE_ONCE);
   if (!r.success) {
     throw new Error(`board recipe ${origin} is invalid: ${z.prettifyError(r.error)}`);
   }

@@ -292,9 +292,9 @@ export function defineService<A extends Api>(m: ServiceModule<A>): ServiceModule
   return m;
 }
 
-/** `returnValue` plus optional error fields: the common response base. */
-export const base = {
+/** `returnValue` plus optional error fields: the common response base, built on first use. */
+export const base = once(() => ({
   returnValue: z.boolean(),
   errorCode: z.number().optional(),
   errorText: z.string().optional(),
-};
+}));

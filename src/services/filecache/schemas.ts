@@ -8,7 +8,7 @@ import { group } from "../../core/access";
 export const TYPE_GROUP = "devservices-cache";
 const typeAccess = group(TYPE_GROUP);
 
-const Response = once(() => z.looseObject(base));
+const Response = once(() => z.looseObject(base()));
 /** Methods whose success fields are all required still fail on a malformed request. */
 const Failure = once(() => z.looseObject({ returnValue: z.literal(false), errorCode: z.number().optional(), errorText: z.string() }));
 const orFailure = <T extends z.ZodType>(success: T) => z.union([success, Failure()]);

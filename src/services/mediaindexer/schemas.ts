@@ -5,7 +5,7 @@ import { base, once, type Api } from "../../core/service";
 import { group } from "../../core/access";
 import { PERMISSION_GROUP } from "./config";
 
-const Response = once(() => z.looseObject(base));
+const Response = once(() => z.looseObject(base()));
 const subscribe = once(() => z.boolean().optional().describe("true: keep the call open for updates"));
 const deviceUri = once(() => z.string().describe("device URI (storage:///path, msc://<filesystem uuid>, upnp://<udn uuid>, mtp://<vid>:<pid>@<bus>.<dev>)"));
 const count = once(() => z.number().int().positive().optional().describe("entries per message (default 500; more than 5000 is taken as 5000)"));

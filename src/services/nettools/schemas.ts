@@ -11,7 +11,7 @@ import { E } from "./errors";
 /** Root or members of this group may call the privileged methods (configurable: accessGroup). */
 export const DEFAULT_GROUP = "devservices-net";
 
-const Response = once(() => z.looseObject(base));
+const Response = once(() => z.looseObject(base()));
 const PingResponse = once(() => Response().extend({
   ipaddress: z.string().optional(),
   time: z.number().optional().describe("round-trip time in milliseconds"),

@@ -44,7 +44,7 @@ export const ApplicationInformation = once(() => z.lazy(() => z.object({
   isQmlApplication: z.boolean(),
   id: z.string(),
 })));
-const Response = once(() => z.looseObject(base));
+const Response = once(() => z.looseObject(base()));
 /** Spec: Number. Stage and command IDs are whole numbers; any other number names none ("Invalid Stage ID", "Command ID is invalid"). */
 const stageId = once(() => z.number());
 
