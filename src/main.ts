@@ -21,6 +21,8 @@ ${Object.values(COMMANDS)
 `;
 
 async function main() {
+  // arm64: 128-bit SVE vectors where wider ones crashed the runtime (src/ffi/sve.ts).
+  if (process.arch === "arm64") (await import("./ffi/sve")).ensureSafeVectorLength();
   const [cmd, ...argv] = process.argv.slice(2);
   if (cmd === "serve" && !wantsHelp(argv)) {
     const { serve } = await import("./cli/serve");

@@ -26,6 +26,8 @@ export const libc = dlopen("libc.so.6", {
   pipe2: { args: [P, i32], returns: i32 },
   getpid: { args: [], returns: i32 },
   getuid: { args: [], returns: u32 },
+  prctl: { args: [i32, u64, u64, u64, u64], returns: i32 },
+  execve: { args: [P, P, P], returns: i32 },
   memfd_create: { args: [P, u32], returns: i32 },
   ftruncate: { args: [i32, i64], returns: i32 },
   lseek: { args: [i32, i64, i32], returns: i64 },
