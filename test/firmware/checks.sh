@@ -279,6 +279,22 @@ c_per_service() {
 }
 
 # ------------------------------------------------------------------ 9. systemd-analyze security
+# arm64 (src/ffi/sve.ts, docs/decisions/arm64-sve.md): devservices runs itself again with
+# 128-bit SVE vectors when the CPU's are wider and the kernel is older than 6.12; the
+# process that did carries DEVSERVICES_SVE_VL (the length it had) in its environment.
+# Elsewhere (no SVE, 128-bit vectors, a newer kernel) it must not have.
+c_sve() {
+  local vl=0 k major minor want=no got=no pid had
+  grep -qw sve /proc/cpuinfo && vl=$(cat /proc/sys/abi/sve_default_vector_length 2>/dev/null || echo 0)
+  k=$(uname -r); major=${k%%.*}; minor=${k#*.}; minor=${minor%%.*}
+  if [ "$vl" -gt 16 ] && { [ "$major" -lt 6 ] || { [ "$major" = 6 ] && [ "$minor" -lt 12 ]; }; }; then want=yes; fi
+  pid=$(main_pid)
+  had=$(tr '\0' '\n' </proc/"$pid"/environ | sed -n 's/^DEVSERVICES_SVE_VL=//p')
+  [ -n "$had" ] && got=yes
+  [ $want = $got ] || fail "kernel $k, SVE vector length $vl bytes: runs with 128-bit vectors: $got, expected $want"
+  if [ $got = yes ]; then echo "kernel $k, SVE vectors of $vl bytes: devservices ($pid) runs with 16 (it had $had)"
+  else echo "kernel $k, SVE vector length $vl bytes: devservices ($pid) runs as it is"; fi
+}
 c_security() {
   local line; line=$(systemd-analyze security devservices.service --no-pager 2>&1 | tail -1)
   echo "$line" >$OUT/security.txt
@@ -380,6 +396,7 @@ if [ "$ROUND" = 1 ]; then
   check "D-Bus activation of a stopped service" c_activation
   check "per-service units: capabilities and groups" c_per_service
   check "systemd-analyze security" c_security
+  check "SVE: 128-bit vectors exactly where wider ones and a kernel before 6.12 are" c_sve
   udevadm info -a /dev/gpiochip0 2>&1 | head -40 >$OUT/udev-gpiochip0.txt
   check "power off through power2 and logind" c_power_off_through_logind
 elif [ "$ROUND" = 2 ]; then
