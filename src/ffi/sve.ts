@@ -8,9 +8,12 @@
 // has loaded anything else. Its threads are then all started with 128-bit vectors (a
 // thread keeps the length it was created with, so setting it for the running process
 // would not reach the threads the runtime already started). SVE itself stays on; the
-// cost is one more exec at start. DEVSERVICES_SVE_VL (set for that exec, with the
-// length the process had, in bytes) marks a process that has been through this, so it
-// is done at most once; set to anything beforehand, it turns the re-execution off.
+// cost is one more exec at start. DEVSERVICES_SVE_VL, set for that exec to the length
+// the process had (in bytes), marks a process that has been through this, so it is
+// done at most once; the process then drops it from its environment, so that a
+// devservices it starts (the demo's) decides for itself. DEVSERVICES_SVE_VL=keep
+// leaves the length as it is, for the process and its children (to run at the full
+// length on purpose, e.g. to test a kernel).
 import { ptr } from "bun:ffi";
 import { readFileSync } from "node:fs";
 import { release } from "node:os";
@@ -23,6 +26,8 @@ export const SAFE_VL = 16;
 /** The first kernel release every check passed on with wider vectors. */
 export const FIRST_GOOD_KERNEL: readonly [number, number] = [6, 12];
 export const MARK = "DEVSERVICES_SVE_VL";
+/** The value of MARK that leaves the vector length as it is. */
+export const KEEP = "keep";
 
 /** Whether a process whose vectors are `vl` bytes, on kernel `kernelRelease` (uname -r), runs with 128-bit vectors. */
 export function wantsSafeLength(vl: number, kernelRelease: string): boolean {
@@ -47,7 +52,12 @@ function cStrings(items: string[]): { array: BigUint64Array; keep: Buffer[] } {
  * refused (the process then goes on with the vectors it has).
  */
 export function ensureSafeVectorLength(env: NodeJS.ProcessEnv = process.env): void {
-  if (process.arch !== "arm64" || env[MARK] !== undefined) return;
+  const mark = env[MARK];
+  if (mark !== undefined) {
+    if (mark !== KEEP) delete env[MARK]; // the re-executed process: its children decide for themselves
+    return;
+  }
+  if (process.arch !== "arm64") return;
   const got = libc.prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
   if (got < 0) return; // no SVE
   const vl = got & PR_SVE_VL_LEN_MASK;

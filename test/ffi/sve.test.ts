@@ -3,7 +3,7 @@
 // 6.12. The re-execution itself is checked by the arm64 firmware test on -cpu max
 // (scripts/firmware test --arch arm64, FIRMWARE_CPU=max: docs/firmware.md).
 import { expect, test } from "bun:test";
-import { wantsSafeLength } from "../../src/ffi/sve";
+import { ensureSafeVectorLength, KEEP, MARK, wantsSafeLength } from "../../src/ffi/sve";
 
 test("vectors wider than 128 bits on a kernel before 6.12 are limited to 128", () => {
   // Debian 12's kernel, QEMU max (512 bits) and Neoverse V1 (256 bits): limited.
@@ -21,4 +21,13 @@ test("vectors wider than 128 bits on a kernel before 6.12 are limited to 128", (
   expect(wantsSafeLength(16, "6.1.0-56-arm64")).toBe(false);
   // A release this cannot read is left as it is.
   expect(wantsSafeLength(64, "unknown")).toBe(false);
+});
+
+test("the re-executed process drops its mark, so a devservices it starts decides for itself; keep is kept", () => {
+  const reexecuted: NodeJS.ProcessEnv = { [MARK]: "64", PATH: "/usr/bin" };
+  ensureSafeVectorLength(reexecuted);
+  expect(reexecuted).toEqual({ PATH: "/usr/bin" });
+  const kept: NodeJS.ProcessEnv = { [MARK]: KEEP };
+  ensureSafeVectorLength(kept);
+  expect(kept).toEqual({ [MARK]: KEEP });
 });
