@@ -6,11 +6,12 @@
 #   install_packages PKG...  installs those of PKG... that are not
 #   apt_update_once          apt-get update, the first time only
 #   as_root CMD...           CMD as root (sudo when not root)
+#   quiet CMD...             CMD, its output shown only when it fails (then the script ends)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # CMD..., its output shown only when it fails (then the script ends).
-packages_quiet() {
+quiet() {
   local out
   if ! out=$("$@" 2>&1); then
     printf '%s\n' "$out" >&2
@@ -22,7 +23,7 @@ apt_updated=0
 apt_update_once() {
   [ "$apt_updated" = 1 ] && return 0
   log "apt-get update"
-  packages_quiet as_root apt-get update -qq
+  quiet as_root apt-get update -qq
   apt_updated=1
 }
 
@@ -34,5 +35,5 @@ install_packages() {
   [ ${#missing[@]} = 0 ] && return 0
   apt_update_once
   log "installing ${missing[*]}"
-  packages_quiet as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  quiet as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
