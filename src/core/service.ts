@@ -292,6 +292,13 @@ export function defineService<A extends Api>(m: ServiceModule<A>): ServiceModule
   return m;
 }
 
+/** A failed answer as most services give it: returnValue false, the spec's errorCode and errorText. */
+export const failureSchema = once(() => z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }));
+
+/** A method's response: its success shape (returnValue true and `shape`) or failureSchema. */
+export const answerSchema = <T extends z.ZodRawShape>(shape: T) =>
+  z.union([z.object({ returnValue: z.literal(true), ...shape }), failureSchema()]);
+
 /** `returnValue` plus optional error fields: the common response base, built on first use. */
 export const base = once(() => ({
   returnValue: z.boolean(),

@@ -2,7 +2,7 @@
 // spec method, with the spec's API level; fields the spec leaves open are
 // described where they are decided (docs/decisions/camera.md).
 import { z } from "zod";
-import { once, type Api } from "../../core/service";
+import { answerSchema as answer, once, type Api } from "../../core/service";
 import type { InvalidRows } from "../../core/errors";
 import { group } from "../../core/access";
 import { integerString } from "../../core/jsonschema";
@@ -10,9 +10,6 @@ import { E } from "./errors";
 
 /** Root or members of this group may open a camera (configurable: accessGroup; "*": any caller). */
 export const DEFAULT_GROUP = "devservices-camera";
-
-const Failure = once(() => z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }));
-const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure()]);
 
 /**
  * A handle: a Number, or the string of its digits (the spec declares startCamera's

@@ -6,7 +6,7 @@
 // protocol's group (gpioGroup... in config.ts; service.ts applies it per instance).
 import { z } from "zod";
 import { group } from "../../core/access";
-import { once, type Api } from "../../core/service";
+import { answerSchema as answer, once, type Api } from "../../core/service";
 import { integerString } from "../../core/jsonschema";
 import { DEFAULT_GROUPS } from "./config";
 
@@ -18,9 +18,7 @@ const ACCESS = {
   uart: group(DEFAULT_GROUPS.uart),
 } as const;
 
-/** Every failure carries errorCode and errorText (errors.ts). */
-const Failure = once(() => z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }));
-const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure()]);
+// Every failure carries errorCode and errorText (errors.ts; answerSchema, core/service.ts).
 const level = 13;
 
 /** Largest raw I2C read or write, and register buffer (i2c-dev takes up to 8192 bytes per message). */

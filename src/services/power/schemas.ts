@@ -1,13 +1,10 @@
 // Power service API (spec part 2, com.vendor.service.power2, API level 12;
 // notifyAlarmExpiry from level 29). One entry per spec method.
 import { z } from "zod";
-import { once, type Api, type Caller } from "../../core/service";
+import { answerSchema as answer, once, type Api, type Caller } from "../../core/service";
 import { allowed, group, type AccessRule } from "../../core/access";
 
-/** Every failure carries the spec's errorCode and errorText (errors.ts). */
-const Failure = once(() => z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }));
-const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure()]);
-
+/** Every failure carries the spec's errorCode and errorText (errors.ts; answerSchema, core/service.ts). */
 const clientId = once(() => z.string().min(1).describe("the clientId returned by registerStateTransition"));
 /** Root or members of this group may power the device off or reboot it (docs/decisions/power.md, "Who may power off"). */
 export const POWER_GROUP = "devservices-power";

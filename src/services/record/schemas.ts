@@ -1,15 +1,13 @@
 // Recording pipeline API (spec part 2, com.vendor.pipeline.record.<pipeline_id>,
 // API level 32). One entry per spec method; field names are the spec's.
 import { z } from "zod";
-import { once, type Api } from "../../core/service";
+import { answerSchema as answer, once, type Api } from "../../core/service";
 import { group } from "../../core/access";
 import { requireOneOf } from "../../core/jsonschema";
 
 /** Root or members of this group may start and control recordings (configurable: accessGroup; "*": any caller). */
 export const DEFAULT_GROUP = "devservices-record";
 
-const Failure = once(() => z.object({ returnValue: z.literal(false), errorCode: z.number(), errorText: z.string() }));
-const answer = <T extends z.ZodRawShape>(shape: T) => z.union([z.object({ returnValue: z.literal(true), ...shape }), Failure()]);
 const int = (min: number, max: number, what: string) => z.number().int().min(min).max(max).describe(what);
 
 export const Video = once(() => z.lazy(() => z.object({
