@@ -5,15 +5,23 @@
 // as much as they want: a watch is level-triggered, so data left unread is reported
 // again).
 //
-// How: one epoll instance, waited on by one poller thread (poller-worker.ts), which
-// sends [id, events] records over a socket pair that Bun's own event loop reads on
-// the main thread. Each watch is EPOLLONESHOT and re-armed after its callback, so
-// the poller never spins on an fd the main thread has not served yet.
+// How: one epoll instance holds every watch, and a socket pair that Bun's own event
+// loop reads on the main thread tells when some are ready. Who writes to it:
+// - the kernel (uring.ts): a one-shot io_uring poll of the epoll fd, linked to a
+//   one-byte write to the pair. The main thread then takes the ready watches with a
+//   non-blocking epoll_wait, runs them and polls again. No thread of ours waits, and
+//   none holds a JS heap of its own;
+// - where the kernel cannot (before 5.6, or io_uring turned off by sysctl or a
+//   seccomp filter), a poller thread (poller-worker.ts) that waits in epoll_wait and
+//   sends [id, events] records. DEVSERVICES_EVENT_SOURCE=thread chooses it anyway.
+// Each watch is EPOLLONESHOT and re-armed after its callback, so a ready fd the
+// main thread has not served yet is reported once.
 import { ptr } from "bun:ffi";
 import { check, libc } from "./libc";
 import { workerUrl } from "./worker";
+import { readinessRelay } from "./uring";
 import {
-  epollLib, putEvent, SIZEOF_EPOLL_EVENT, EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLPRI, EPOLLRDHUP,
+  epollLib, getEvent, putEvent, SIZEOF_EPOLL_EVENT, EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLPRI, EPOLLRDHUP,
   EPOLLONESHOT, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, EPOLL_CLOEXEC,
 } from "./epoll";
 
@@ -61,12 +69,17 @@ const entries = new Map<number, Entry>();
 let socket: { ref(): void; unref(): void } | undefined;
 let refs = 0;
 let starting: Promise<void> | undefined;
+/** How ready watches reach the main thread: "kernel" (io_uring) or "thread" (poller-worker.ts). */
+let source: "kernel" | "thread" | undefined;
 const evbuf = new Uint8Array(SIZEOF_EPOLL_EVENT);
 const evview = new DataView(evbuf.buffer);
 let partial = new Uint8Array(0);
+const MAX_EVENTS = 64;
+const ready = new Uint8Array(SIZEOF_EPOLL_EVENT * MAX_EVENTS);
+const readyView = new DataView(ready.buffer);
 
 /** Statistics for tests and benchmarks. */
-export const loopStats = { watches: () => entries.size, dispatched: 0 };
+export const loopStats = { watches: () => entries.size, dispatched: 0, source: () => source };
 
 function ctl(op: number, fd: number, mask: number, id: number): void {
   putEvent(evview, 0, mask, id);
@@ -78,12 +91,36 @@ function start(): void {
   epfd = check("epoll_create1", () => ep.epoll_create1(EPOLL_CLOEXEC));
   const pair = new Int32Array(2);
   check("socketpair", () => libc.socketpair(1 /* AF_UNIX */, 1 /* SOCK_STREAM */ | 0o2000000 /* SOCK_CLOEXEC */, 0, ptr(pair)));
-  const worker = new Worker(workerUrl("ffi/poller-worker.ts"));
-  worker.unref();
-  worker.postMessage({ epfd, out: pair[1] });
+  const relay = process.env.DEVSERVICES_EVENT_SOURCE === "thread" ? null : readinessRelay(epfd, pair[1]!);
+  let onData: (chunk: Uint8Array) => void;
+  if (relay) {
+    source = "kernel";
+    // A byte: the poll completed. Whatever is ready is taken (64 at most: the rest keep
+    // the epoll fd readable, so the next poll completes at once, and the bus and the
+    // timers get their turn in between), then the epoll fd is polled again.
+    onData = () => {
+      relay.reap();
+      const n = ep.epoll_wait(epfd, ptr(ready), MAX_EVENTS, 0);
+      try {
+        for (let i = 0; i < n; i++) {
+          const [events, id] = getEvent(readyView, i);
+          dispatch(id, events);
+        }
+      } finally {
+        relay.arm();
+      }
+    };
+    relay.arm();
+  } else {
+    source = "thread";
+    const worker = new Worker(workerUrl("ffi/poller-worker.ts"));
+    worker.unref();
+    worker.postMessage({ epfd, out: pair[1] });
+    onData = onRecords;
+  }
   starting = Bun.connect({
     fd: pair[0]!,
-    socket: { data: (_s: unknown, chunk: Uint8Array) => onRecords(chunk) },
+    socket: { data: (_s: unknown, chunk: Uint8Array) => onData(chunk) },
   } as any).then((s: any) => {
     socket = s;
     if (refs === 0) s.unref();
@@ -175,7 +212,7 @@ export function watch(fd: number, handlers: WatchHandlers, opts: WatchOptions = 
   return e.watch;
 }
 
-/** Resolves once the event source is up (its poller thread and the socket pair). */
+/** Resolves once the event source is up (the socket pair read by Bun's event loop). */
 export function loopReady(): Promise<void> {
   start();
   return starting!;

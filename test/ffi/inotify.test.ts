@@ -99,7 +99,7 @@ test("a directory watch is read on the event source: a change made while the mai
     while (!seen.length && Date.now() < until) await Bun.sleep(5);
     expect(seen.length).toBeGreaterThan(0);
     expect(seen[0]!).toBeGreaterThanOrEqual(yielded);
-    // Delivered right after the yield (the poller thread had it ready), not on a later poll.
+    // Delivered right after the yield (the event source had it ready), not on a later poll.
     expect(seen[0]! - yielded).toBeLessThan(200);
   } finally {
     w.close();
