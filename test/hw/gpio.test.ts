@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import * as gpio from "../../src/ffi/gpio.ts";
+import { loopStats } from "../../src/ffi/loop.ts";
 import { collect, guest, readText } from "./vboard.ts";
 
 const SIM = "/sys/kernel/config/gpio-sim/vboard";
@@ -60,6 +61,8 @@ guest("GPIO on gpio-sim", () => {
       expect(ev).toMatchObject({ id: gpio.EVENT_RISING_EDGE, offset: 5, seqno: 1, lineSeqno: 1 });
       expect(ev!.timestampNs).toBeGreaterThan(0n);
       expect(gpio.getValues(req, 1n)).toBe(1n);
+      // The guest's kernel (as the firmware's) relays readiness itself: no poller thread.
+      expect(loopStats.source()).toBe("kernel");
       const falling = collect<gpio.LineEvent>((push) => gpio.watchEdges(req, push), 1);
       writeFileSync(`${sysfs}/sim_gpio5/pull`, "pull-down");
       expect((await falling)[0]).toMatchObject({ id: gpio.EVENT_FALLING_EDGE, offset: 5, seqno: 2 });
