@@ -14,6 +14,7 @@ import { ServiceError, type Json } from "../core/errors";
 import { describeInvalid, FdReply, invalidAnswer, schemaOf, type Caller, type MethodSpec, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule, type AccessRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
+import { noteCall } from "../core/footprint";
 import { TopicCatalog } from "../core/topics";
 import { logger, Throttle, type Logger } from "../core/log";
 import { libc } from "../ffi/libc";
@@ -410,6 +411,7 @@ export class BusServer {
   // ---- dispatch --------------------------------------------------------------
 
   private onMethodCall(msg: Message): void {
+    noteCall();
     const path = msg.path!;
     const h = this.hosted.get(path);
     const iface = msg.interface;

@@ -5,6 +5,7 @@ import { configureLogging, exitAfterLog } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
 import { StoreTooNew } from "../core/store";
+import { shrinkWhenQuiet, shrinkWhenQuietFromNowOn } from "../core/footprint";
 import { cli, logLevel, serviceOrUsage, untilSignal } from "./args";
 
 export const USAGE = `devservices serve [--bus ADDRESS|system|session] [--board NAME|PATH] [--state-dir DIR]
@@ -66,6 +67,10 @@ export async function serve(argv: string[]) {
   const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
   const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
   systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
+  // What the start left behind (its garbage, the code that ran once) is given back at
+  // the first quiet moment, and so is what later work leaves (core/footprint.ts).
+  shrinkWhenQuietFromNowOn();
+  shrinkWhenQuiet();
   let stopping = false;
   rt.server.onDisconnect.push(() => {
     // Stopping closes the connection itself.
