@@ -28,18 +28,8 @@ interface Hosted {
 
 interface ClientState {
   caller: Promise<Caller>;
-  /** The caller once the daemon has said who it is: later calls go on without waiting. */
-  known?: Caller;
   subscriptions: Map<number, SubscriptionImpl>;
 }
-
-/** What a handler gave: its response, and the subscription opened for the call. */
-interface Ran {
-  response: Json | FdReply;
-  subscription?: SubscriptionImpl;
-}
-
-const isThenable = <T>(v: T | PromiseLike<T>): v is PromiseLike<T> => typeof (v as { then?: unknown } | null)?.then === "function";
 
 /** One call being dispatched: where it goes and who made it. */
 interface Dispatch {
@@ -276,9 +266,7 @@ export class BusServer {
   private client(name: string): ClientState {
     let c = this.clients.get(name);
     if (!c) {
-      const state: ClientState = { caller: this.credentials(name), subscriptions: new Map() };
-      void state.caller.then((caller) => (state.known = caller));
-      c = state;
+      c = { caller: this.credentials(name), subscriptions: new Map() };
       this.clients.set(name, c);
     }
     return c;
@@ -448,59 +436,29 @@ export class BusServer {
       return this.replyError(msg, "org.freedesktop.DBus.Error.InvalidArgs", `${msg.member} takes one string (the JSON payload), got '${msg.signature ?? ""}'`);
     }
     for (const fd of msg.fds) libc.close(fd);
-    this.dispatch(h, method, msg);
-  }
-
-  /**
-   * One call through its steps: find its caller, decode, validate, authorize, run,
-   * answer. Each step that has its answer at once goes on in the same tick (a known
-   * caller, a rule that needs no lookup, a handler that returns its response): most
-   * calls are answered before the bytes that carried them are released, and the
-   * replies to a burst of calls leave in one write. A step that waits (the caller's
-   * credentials on its first call, an access test or a handler that returns a
-   * promise) continues when its answer comes.
-   */
-  private dispatch(h: Hosted, method: string, msg: Message): void {
-    const failed = (e: any) => {
+    this.dispatch(h, method, msg).catch((e) => {
       this.log.error({ err: e, method }, "dispatch failed");
       this.replyError(msg, `${ERROR_PREFIX}.Failed`, String(e?.message ?? e));
-    };
-    try {
-      const c = this.client(msg.sender!);
-      const spec = h.spec.api[method]!;
-      const steps = (caller: Caller) => this.steps({ h, method, msg, spec, c, caller });
-      const waiting = c.known ? steps(c.known) : c.caller.then(steps);
-      if (waiting) waiting.catch(failed);
-    } catch (e) {
-      failed(e);
-    }
+    });
   }
 
-  /** decode, validate, authorize, run and answer: a promise only when a step waits. */
-  private steps(d: Dispatch): Promise<void> | undefined {
-    const { h, method } = d;
+  /** One call through its steps: find its caller, decode, validate, authorize, run, answer. */
+  private async dispatch(h: Hosted, method: string, msg: Message) {
+    const d = await this.find(h, method, msg);
     const decoded = this.decode(d);
-    if ("problem" in decoded) {
-      this.answer(d, { returnValue: false, ...h.spec.badRequest(method, decoded.problem) }, decoded.value);
-      return undefined;
-    }
+    if ("problem" in decoded) return this.answer(d, { returnValue: false, ...h.spec.badRequest(method, decoded.problem) }, decoded.value);
     const valid = this.validate(d, decoded.value);
-    if ("response" in valid) {
-      this.answer(d, valid.response, decoded.value);
-      return undefined;
-    }
-    const denied = this.authorize(d, valid.data);
-    const then = (refusal: Json | undefined): Promise<void> | undefined => {
-      if (refusal) {
-        this.answer(d, refusal, decoded.value);
-        return undefined;
-      }
-      const ran = this.run(d, decoded.value, valid.data);
-      if (ran instanceof Promise) return ran.then(({ response, subscription }) => this.answer(d, response, decoded.value, subscription));
-      this.answer(d, ran.response, decoded.value, ran.subscription);
-      return undefined;
-    };
-    return denied instanceof Promise ? denied.then(then) : then(denied);
+    if ("response" in valid) return this.answer(d, valid.response, decoded.value);
+    const denied = await this.authorize(d, valid.data);
+    if (denied) return this.answer(d, denied, decoded.value);
+    const { response, subscription } = await this.run(d, decoded.value, valid.data);
+    this.answer(d, response, decoded.value, subscription);
+  }
+
+  /** The call's method spec, its client's state and its caller's credentials. */
+  private async find(h: Hosted, method: string, msg: Message): Promise<Dispatch> {
+    const c = this.client(msg.sender!);
+    return { h, method, msg, spec: h.spec.api[method]!, c, caller: await c.caller };
   }
 
   /** The payload within the limits, as a JSON object; else the problem (over the limits logged, throttled). */
@@ -529,14 +487,9 @@ export class BusServer {
   }
 
   /** The method's access rule (configuration's, else the table's): undefined when the caller may call, else the refusal. */
-  private authorize({ h, method, spec, caller }: Dispatch, data: unknown): Json | undefined | Promise<Json | undefined> {
+  private async authorize({ h, method, spec, caller }: Dispatch, data: unknown): Promise<Json | undefined> {
     const rule = h.instance.access?.[method] ?? spec.access;
-    const may = allowed(rule, caller, data);
-    if (may instanceof Promise) return may.then((yes) => (yes ? undefined : this.refusal({ h, method, caller }, rule)));
-    return may ? undefined : this.refusal({ h, method, caller }, rule);
-  }
-
-  private refusal({ h, method, caller }: Pick<Dispatch, "h" | "method" | "caller">, rule: AccessRule | undefined): Json {
+    if (await allowed(rule, caller, data)) return undefined;
     this.refusals.log(`${caller.name} access ${h.spec.name} ${method}`, (repeated) =>
       this.log.info({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, rule: describeRule(rule), repeated }, "caller refused by the method's access rule"),
     );
@@ -546,7 +499,7 @@ export class BusServer {
   }
 
   /** The handler's response, with the subscription opened for the call (within the caller's limits); a throw becomes the failure. */
-  private run({ h, method, msg, spec, c, caller }: Dispatch, payload: Json, data: unknown): Ran | Promise<Ran> {
+  private async run({ h, method, msg, spec, c, caller }: Dispatch, payload: Json, data: unknown): Promise<{ response: Json | FdReply; subscription?: SubscriptionImpl }> {
     const subscribes = (spec.subscribable && payload.subscribe === true) || spec.alwaysSubscribes;
     const refused = subscribes ? this.subscriptionRefused(c, caller) : undefined;
     if (refused) {
@@ -560,17 +513,12 @@ export class BusServer {
       c.subscriptions.set(msg.serial, subscription);
       this.subscriptionsOfUid.set(caller.uid, (this.subscriptionsOfUid.get(caller.uid) ?? 0) + 1);
     }
-    const failure = (e: unknown): Ran => {
+    try {
+      return { response: await h.instance.handlers[method]!(data, { caller, method, subscription }), subscription };
+    } catch (e) {
       if (e instanceof ServiceError) return { response: e.response(), subscription };
       this.log.error({ err: e, service: h.spec.name, method, caller: caller.name }, "handler failed");
       return { response: { returnValue: false, ...h.spec.internalError(method, e) }, subscription };
-    };
-    try {
-      const response = h.instance.handlers[method]!(data, { caller, method, subscription });
-      if (isThenable(response)) return Promise.resolve(response).then((r) => ({ response: r, subscription }), failure);
-      return { response, subscription };
-    } catch (e) {
-      return failure(e);
     }
   }
 

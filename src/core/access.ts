@@ -25,11 +25,7 @@ export function describeRule(rule: AccessRule | undefined): string {
   return rule.describe;
 }
 
-/**
- * Whether the caller may: a boolean when the rule decides at once (every rule but a
- * test that waits on something), so dispatch goes on in the same tick.
- */
-export function allowed(rule: AccessRule | undefined, caller: Caller, request: unknown): boolean | Promise<boolean> {
+export async function allowed(rule: AccessRule | undefined, caller: Caller, request: unknown): Promise<boolean> {
   if (!rule || rule === "any") return true;
   if (rule === "root") return caller.uid === 0;
   if ("groups" in rule) {
@@ -40,7 +36,7 @@ export function allowed(rule: AccessRule | undefined, caller: Caller, request: u
       return gid !== undefined && gids.includes(gid);
     });
   }
-  return rule.test(caller, request);
+  return await rule.test(caller, request);
 }
 
 /** The caller's gids: from the bus daemon when it said, else the process's status. */
