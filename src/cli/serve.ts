@@ -67,10 +67,11 @@ export async function serve(argv: string[]) {
   const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
   const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
   systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
-  // What the start left behind (its garbage, the code that ran once) is given back at
-  // the first quiet moment, and so is what later work leaves (core/footprint.ts).
+  // What the start left behind (its garbage, the code that ran once) is given back if
+  // no call comes in the next moments, and what later work leaves once it is quiet
+  // again (core/footprint.ts).
   shrinkWhenQuietFromNowOn();
-  shrinkWhenQuiet();
+  shrinkWhenQuiet({ cancelOnCalls: true });
   let stopping = false;
   rt.server.onDisconnect.push(() => {
     // Stopping closes the connection itself.

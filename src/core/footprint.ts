@@ -3,9 +3,11 @@
 // the engine to shrink (`Bun.shrink()`: JavaScriptCore drops its compiled code, runs
 // a full collection and returns its allocators' free pages) once QUIET_MS passed
 // without a call. A stream of calls is never interrupted: their compiled code is
-// worth more than the memory, so a call in the window puts the shrink off again.
-// The code dropped is compiled again when it runs again (from the bytecode the
-// executable carries). docs/performance.md has what it returns.
+// worth more than the memory, so a call in the window puts the shrink off again
+// (after work), or cancels it (after start: what the start left is code that ran
+// once, but calls that come at once have begun to compile theirs, which a shrink
+// would drop too). The code dropped is compiled again when it runs again (from the
+// bytecode the executable carries). docs/performance.md has what it returns.
 
 /** Quiet time, with no call, before the process shrinks. */
 export const QUIET_MS = 2000;
@@ -34,12 +36,16 @@ export function shrinkWhenQuietFromNowOn(on = true): void {
  * Asks for a shrink once the process has been quiet for QUIET_MS (one at a time;
  * repeated asks merge). Tests give their own `shrink` and `quietMs`.
  */
-export function shrinkWhenQuiet(opts: { shrink?: () => void; quietMs?: number } = {}): void {
+export function shrinkWhenQuiet(opts: { shrink?: () => void; quietMs?: number; cancelOnCalls?: boolean } = {}): void {
   if (!enabled || timer) return;
   const quietMs = opts.quietMs ?? QUIET_MS;
   const shrink = opts.shrink ?? (() => Bun.shrink());
   seen = calls;
   timer = setTimeout(function check() {
+    if (calls !== seen && opts.cancelOnCalls) {
+      timer = undefined;
+      return;
+    }
     if (calls !== seen) {
       // Calls came meanwhile: wait for a window without any.
       seen = calls;

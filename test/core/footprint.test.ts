@@ -37,3 +37,17 @@ test("on: calls put the shrink off until a window passes without any", async () 
   await Bun.sleep(150);
   expect(shrunkAt).toBeGreaterThanOrEqual(200);
 });
+
+test("on, after start (cancelOnCalls): a call in the window cancels the shrink; a quiet window lets it happen", async () => {
+  shrinkWhenQuietFromNowOn();
+  let shrinks = 0;
+  shrinkWhenQuiet({ shrink: () => shrinks++, quietMs: 40, cancelOnCalls: true });
+  await Bun.sleep(10);
+  noteCall();
+  await Bun.sleep(150);
+  expect(shrinks).toBe(0);
+  // Cancelled, not pending: a later ask is taken.
+  shrinkWhenQuiet({ shrink: () => shrinks++, quietMs: 40, cancelOnCalls: true });
+  await Bun.sleep(100);
+  expect(shrinks).toBe(1);
+});
