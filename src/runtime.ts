@@ -12,9 +12,6 @@ import { findService } from "./services";
 import { callerFiles } from "./files";
 import { describeRule } from "./core/access";
 
-/** How long after start the JIT keeps the start-up policy (below, where startRuntime ends). */
-export const JIT_SETTLE_MS = 2000;
-
 export interface RuntimeOptions {
   busAddress: string;
   board: Board;
@@ -109,12 +106,8 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     log.error({ service: f.name, busName: f.busName, path: f.path, errno: f.errno, err: e }, `${f.name} cannot start: ${describeFailure(f)}; the other services serve`);
   });
   // The executable starts with the JIT reluctant to compile (scripts/compile-flags.ts:
-  // start-up code runs once). The first calls after start keep that policy for
-  // JIT_SETTLE_MS: they run in the interpreter and the baseline tier, a little slower
-  // each, but no optimizing compile of the dispatch path stalls them (the first 200
-  // calls' p99: 1140 -> 644 us, median of 9 fresh starts; docs/performance.md). Then
-  // the services' code is what runs again and again, and the JIT's normal thresholds apply.
-  setTimeout(() => Bun.unsafe.setJITPolicy(1), JIT_SETTLE_MS).unref();
+  // start-up code runs once); the first calls keep that policy (core/footprint.ts,
+  // JIT_SETTLE_CALLS), then the JIT's normal thresholds apply.
   if (!started.length) {
     await stop().catch(() => {});
     // A store newer than this binary (a rollback) is reported only when it is the

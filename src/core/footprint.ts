@@ -12,6 +12,16 @@
 /** Quiet time, with no call, before the process shrinks. */
 export const QUIET_MS = 2000;
 
+/**
+ * Calls served with the JIT policy the executable starts with (thresholds x16,
+ * scripts/compile-flags.ts) before the normal one applies: the first calls after
+ * start run in the interpreter and the baseline tier, a little slower each, but no
+ * optimizing compile of the dispatch path stalls them (docs/performance.md: the
+ * first 200 calls' p99). From then on the services' code is what runs again and
+ * again, and it is optimized as usual.
+ */
+export const JIT_SETTLE_CALLS = 1000;
+
 let enabled = false;
 let calls = 0;
 let seen = 0;
@@ -19,9 +29,9 @@ let timer: ReturnType<typeof setTimeout> | undefined;
 /** Shrinks done, for tests. */
 export const footprintStats = { shrinks: 0 };
 
-/** Called by dispatch for each call: a shrink waits for a window without any. */
+/** Called by dispatch for each call: a shrink waits for a window without any; the JIT settles after JIT_SETTLE_CALLS. */
 export function noteCall(): void {
-  calls++;
+  if (++calls === JIT_SETTLE_CALLS) Bun.unsafe.setJITPolicy(1);
 }
 
 /**
