@@ -99,9 +99,9 @@ function start(): void {
     // the epoll fd readable, so the next poll completes at once, and the bus and the
     // timers get their turn in between), then the epoll fd is polled again.
     onData = () => {
-      relay.reap();
-      const n = ep.epoll_wait(epfd, ptr(ready), MAX_EVENTS, 0);
       try {
+        relay.reap();
+        const n = ep.epoll_wait(epfd, ptr(ready), MAX_EVENTS, 0); // -1 (EINTR): nothing now, the next poll says
         for (let i = 0; i < n; i++) {
           const [events, id] = getEvent(readyView, i);
           dispatch(id, events);
