@@ -32,11 +32,8 @@ const libc = dlopen("libc.so.6", {
 libc.symbols.getpid();
 // (No top-level await: a --bytecode build is CommonJS, as the product's is.)
 void Bun.connect({ unix: socketPath, socket: { data() {} } }).then(() => {
-  // As devservices does once its services serve (src/core/footprint.ts): the engine
-  // asked to give memory back after QUIET_MS without a call (the floor gets none). Its
-  // JIT keeps the start-up policy: devservices' returns to the normal one after its
-  // first JIT_SETTLE_CALLS calls, and the floor serves none.
-  setTimeout(() => Bun.shrink(), 2000);
+  // The JIT keeps the start-up policy, as devservices' does until its services have
+  // served JIT_SETTLE_CALLS calls (src/core/footprint.ts); the floor serves none.
   console.log("ready");
   setInterval(() => {}, 1 << 30);
 });

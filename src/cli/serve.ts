@@ -5,7 +5,6 @@ import { configureLogging, exitAfterLog } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
 import { StoreTooNew } from "../core/store";
-import { shrinkWhenQuiet, shrinkWhenQuietFromNowOn } from "../core/footprint";
 import { cli, logLevel, serviceOrUsage, untilSignal } from "./args";
 
 export const USAGE = `devservices serve [--bus ADDRESS|system|session] [--board NAME|PATH] [--state-dir DIR]
@@ -67,11 +66,6 @@ export async function serve(argv: string[]) {
   const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
   const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
   systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
-  // What the start left behind (its garbage, the code that ran once) is given back if
-  // no call comes in the next moments, and what later work leaves once it is quiet
-  // again (core/footprint.ts).
-  shrinkWhenQuietFromNowOn();
-  shrinkWhenQuiet({ cancelOnCalls: true });
   let stopping = false;
   rt.server.onDisconnect.push(() => {
     // Stopping closes the connection itself.

@@ -9,7 +9,6 @@
 import { accessSync, constants as fsc, mkdirSync, openSync, rmSync, statSync, write as fsWrite } from "node:fs";
 import { join } from "node:path";
 import { ok, raise, type ErrorRow } from "../../core/errors";
-import { shrinkWhenQuiet } from "../../core/footprint";
 import { FdReply, PathRefused, type Call, type Caller, type CallerFiles, type RequestOf } from "../../core/service";
 import { LeaseConflict, type Lease, type Leases } from "../../core/leases";
 import type { Topics } from "../../core/topics";
@@ -260,7 +259,6 @@ export class Cameras {
       this.log.warn({ id: cam.id, err: e }, "closing the device failed");
     }
     cam.dev = undefined;
-    shrinkWhenQuiet();
   };
 
   // ---- handles -------------------------------------------------------------------

@@ -2,7 +2,6 @@
 // device, queued and coalesced; counts per device; the plugin factory. The service
 // (service.ts) maps the spec's methods onto it and owns the subscriptions.
 import type { Logger } from "../../core/log";
-import { shrinkWhenQuiet } from "../../core/footprint";
 import { PathRefused, type Caller, type CallerFiles } from "../../core/service";
 import { closeFd } from "../../ffi/libc";
 import { ownerFromJson, ownerToJson, readableDir, restricted, rightsKey, REFUSED_ERRNO } from "./rights";
@@ -170,7 +169,6 @@ export class Indexer implements PluginHost {
             r.error ? "scan failed" : "scan done",
           );
         if (r.indexed || r.removed) this.scanner.checkpoint();
-        if (recursive) shrinkWhenQuiet();
         // Done (not stopped by the device going away or by a failure): its record goes, and a whole-device scan covers every one queued before it.
         if (record !== undefined && !r.aborted && !r.error)
           try {

@@ -10,7 +10,6 @@
 // docs/decisions/record.md.
 import { fstatSync } from "node:fs";
 import { answer, raise, ok, type ErrorRow, type Json } from "../../core/errors";
-import { shrinkWhenQuiet } from "../../core/footprint";
 import { defineService, PathRefused, type Caller, type ServiceModule, type ServiceContext, type ServiceInstance } from "../../core/service";
 import { uidOwner, type Lease } from "../../core/leases";
 import { group, type AccessRule } from "../../core/access";
@@ -242,7 +241,6 @@ async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceI
     if (r.feed) r.closing = r.feed.close();
     r.feed = undefined;
     const result = r.pipeline.dispose();
-    shrinkWhenQuiet();
     if (r.fd >= 0) {
       try {
         const st = fstatSync(r.fd);
