@@ -33,7 +33,7 @@ libc.symbols.getpid();
 // (No top-level await: a --bytecode build is CommonJS, as the product's is.)
 void Bun.connect({ unix: socketPath, socket: { data() {} } }).then(() => {
   // The JIT keeps the start-up policy, as devservices' does until its services have
-  // served JIT_SETTLE_CALLS calls (src/core/footprint.ts); the floor serves none.
+  // served JIT_SETTLE_CALLS calls (src/core/jit.ts); the floor serves none.
   console.log("ready");
   setInterval(() => {}, 1 << 30);
 });
