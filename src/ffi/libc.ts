@@ -36,6 +36,8 @@ export const libc = dlopen("libc.so.6", {
   shm_open: { args: [P, i32, u32], returns: i32 },
   shm_unlink: { args: [P], returns: i32 },
   reboot: { args: [i32], returns: i32 },
+  // System calls glibc has no wrapper for (io_uring_setup, _enter and _register: uring.ts).
+  syscall: { args: [i64, i64, i64, i64, i64, i64], returns: i64 },
   sync: { args: [], returns: FFIType.void },
   // Gives the heap's free memory at its top and in whole free pages back to the kernel.
   malloc_trim: { args: [u64], returns: i32 },

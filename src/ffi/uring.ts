@@ -8,11 +8,9 @@
 // io_uring_enter, and of the completion queue only the tail is read (to move the
 // head past what completed), so no ordering beyond program order is needed.
 // test/ffi/uring.test.ts checks the layouts and numbers against the host's headers.
-import { dlopen, FFIType, ptr } from "bun:ffi";
+import { ptr } from "bun:ffi";
 import { libc } from "./libc";
 import { mmap } from "./shm";
-
-const { i64 } = FFIType;
 
 export const SYS_io_uring_setup = 425, SYS_io_uring_enter = 426, SYS_io_uring_register = 427;
 export const IORING_OP_POLL_ADD = 6, IORING_OP_WRITE = 23;
@@ -55,7 +53,7 @@ export const structs = {
  * IORING_OP_WRITE before 5.6, io_uring turned off by sysctl or a seccomp filter).
  */
 export function readinessRelay(fd: number, out: number): { arm(): void; reap(): void } | null {
-  const { syscall } = dlopen("libc.so.6", { syscall: { args: [i64, i64, i64, i64, i64, i64], returns: i64 } }).symbols;
+  const { syscall } = libc;
   const S = structs;
   const params = new Uint8Array(S.io_uring_params.size);
   const pv = new DataView(params.buffer);
