@@ -120,7 +120,10 @@ export class Connection {
     const sock: any = await Bun.connect({
       fd: this.fd,
       socket: {
-        data: (_s: unknown, chunk: Uint8Array) => this.onData(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), []),
+        // Bun hands each read over as a Buffer (the socket's default binaryType): used as
+        // it is, since reading its .buffer would make the runtime materialise an
+        // ArrayBuffer for every read (docs/performance.md, warm calls).
+        data: (_s: unknown, chunk: Buffer) => this.onData(chunk, []),
         drain: () => this.flush(),
         close: () => this.close(),
         end: () => this.close(),
