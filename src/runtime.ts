@@ -106,7 +106,7 @@ export async function startRuntime(opts: RuntimeOptions): Promise<Runtime> {
     log.error({ service: f.name, busName: f.busName, path: f.path, errno: f.errno, err: e }, `${f.name} cannot start: ${describeFailure(f)}; the other services serve`);
   });
   // The executable starts with the JIT reluctant to compile (scripts/compile-flags.ts:
-  // start-up code runs once); the first calls keep that policy (core/jit.ts,
+  // start-up code runs once); the first calls keep that policy (core/engine.ts,
   // JIT_SETTLE_CALLS), then the JIT's normal thresholds apply.
   if (!started.length) {
     await stop().catch(() => {});

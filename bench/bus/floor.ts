@@ -33,7 +33,9 @@ libc.symbols.getpid();
 // (No top-level await: a --bytecode build is CommonJS, as the product's is.)
 void Bun.connect({ unix: socketPath, socket: { data() {} } }).then(() => {
   // The JIT keeps the start-up policy, as devservices' does until its services have
-  // served JIT_SETTLE_CALLS calls (src/core/jit.ts); the floor serves none.
+  // served JIT_SETTLE_CALLS calls (src/core/engine.ts); the floor serves none.
   console.log("ready");
   setInterval(() => {}, 1 << 30);
+  // And collects once quiet, as serve does (src/core/engine.ts, QUIET_COLLECT_MS).
+  setTimeout(() => Bun.gc(true), 20_000);
 });

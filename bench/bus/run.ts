@@ -10,7 +10,7 @@
 //      broadcastCommand) whose subscribers attached its shared topic (one broadcast the
 //      daemon fans out), and one whose subscribers did not (an addressed push to each).
 //   3. footprint: `devservices serve` with every service of the virtual board: idle
-//      RSS and threads, and the time from exec until every bus name is owned and until
+//      RSS and threads (3 s after ready, and settled: after 30 s quiet), and the time from exec until every bus name is owned and until
 //      READY=1 reaches $NOTIFY_SOCKET (as systemd hears it), against floor.ts (the
 //      runtime and libraries devservices stands on, none of its code).
 //   bun bench/bus/run.ts [CALLS] [RECEIVERS]      (defaults 20000, 1000)
@@ -292,11 +292,24 @@ for (let i = 0; i < FOOT_ROUNDS; i++) {
   }
   await stop(f);
 }
+// Settled: both started again side by side and left quiet for SETTLE_S, past serve's
+// quiet collection (src/core/engine.ts, QUIET_COLLECT_MS; floor.ts does the same).
+const SETTLE_S = Number(process.env.BENCH_SETTLE_S ?? 30);
+console.error(`bench/bus: footprint settled (${SETTLE_S} s)`);
+const settledServe = serve([], "info", keptState);
+await waitReady(settledServe, "devservices ready");
+const settledFloor = spawn([`${out}/floor`, socketPath, join(mkdtempSync(join(out, "floor-")), "floor.db")], { stdout: "pipe", stderr: "inherit" });
+children.push(settledFloor);
+await waitReady(settledFloor, "ready");
+await Bun.sleep(SETTLE_S * 1000);
+const settled = { floor: memory(settledFloor.pid), served: memory(settledServe.pid) };
+await stop(settledServe, settledFloor);
 const mb = (x: number) => x.toFixed(1);
 console.log(`\nfootprint: devservices serve with the virtual board's ${names.length} services (${board.services.join(", ")}) against floor.ts (Bun, zod, pino, bun:sqlite, bun:ffi, a bus socket; none of devservices' code)`);
 console.log(`${"metric".padEnd(30)}${"floor".padStart(12)} ${"devservices".padStart(13)}  ${"devservices/floor".padStart(17)}`);
 row("idle RSS (MB)", mb(floor!.rss), mb(served!.rss), (served!.rss / floor!.rss).toFixed(2) + " (goal: <= 50 MB)");
 row("  of which anonymous (MB)", mb(floor!.anon), mb(served!.anon), (served!.anon / floor!.anon).toFixed(2) + ` (goal: <= floor + 5, ${mb(floor!.anon + 5)})`);
+row(`  settled, ${SETTLE_S} s quiet (MB)`, mb(settled.floor.anon), mb(settled.served.anon), (settled.served.anon / settled.floor.anon).toFixed(2) + ` (goal: <= floor + 5, ${mb(settled.floor.anon + 5)})`);
 row("  of which file-backed (MB)", mb(floor!.file), mb(served!.file), (served!.file / floor!.file).toFixed(2));
 row("threads", floor!.threads, served!.threads, (served!.threads / floor!.threads).toFixed(2));
 row("exec to ready: first start ms", median(floorTimes).toFixed(0), median(execTimes).toFixed(0), (median(execTimes) / median(floorTimes)).toFixed(2) + " (goal: < 100 ms)");

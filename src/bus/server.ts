@@ -14,7 +14,7 @@ import { ServiceError, type Json } from "../core/errors";
 import { describeInvalid, FdReply, invalidAnswer, schemaOf, type Caller, type MethodSpec, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule, type AccessRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
-import { noteCall } from "../core/jit";
+import { noteCall } from "../core/engine";
 import { TopicCatalog } from "../core/topics";
 import { logger, Throttle, type Logger } from "../core/log";
 import { libc } from "../ffi/libc";

@@ -5,6 +5,7 @@ import { configureLogging, exitAfterLog } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
 import { StoreTooNew } from "../core/store";
+import { collectWhenQuiet } from "../core/engine";
 import { cli, logLevel, serviceOrUsage, untilSignal } from "./args";
 
 export const USAGE = `devservices serve [--bus ADDRESS|system|session] [--board NAME|PATH] [--state-dir DIR]
@@ -66,6 +67,8 @@ export async function serve(argv: string[]) {
   const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
   const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
   systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
+  // Once quiet, one full collection drops the code the start ran once (core/engine.ts).
+  collectWhenQuiet();
   let stopping = false;
   rt.server.onDisconnect.push(() => {
     // Stopping closes the connection itself.

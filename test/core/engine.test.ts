@@ -1,0 +1,58 @@
+// src/core/engine.ts: dispatch counts every call (the JIT's start-up policy ends
+// after JIT_SETTLE_CALLS of them), and the quiet collection runs once the calls
+// stop, once per quiet stretch, never while calls come, and keeps no process alive.
+import { afterEach, expect, test } from "bun:test";
+import { spawnSync } from "bun";
+import { join } from "node:path";
+import { callsSoFar, collectWhenQuiet, noteCall, quietCollections, stopQuietCollection, JIT_SETTLE_CALLS } from "../../src/core/engine";
+
+afterEach(() => stopQuietCollection());
+
+test("each call is counted, and the count passes JIT_SETTLE_CALLS without trouble", () => {
+  const before = callsSoFar();
+  for (let i = 0; i < JIT_SETTLE_CALLS + 5; i++) noteCall();
+  expect(callsSoFar()).toBe(before + JIT_SETTLE_CALLS + 5);
+});
+
+const MS = 60;
+const at: number[] = [];
+const quietCollector = () => {
+  at.length = 0;
+  const t0 = performance.now();
+  collectWhenQuiet(MS, () => at.push(performance.now() - t0));
+  return t0;
+};
+
+test("a quiet process collects once, QUIET_COLLECT_MS after the start, and is not woken again", async () => {
+  quietCollector();
+  await Bun.sleep(MS * 5);
+  expect(at).toHaveLength(1);
+  expect(at[0]!).toBeGreaterThanOrEqual(MS - 1);
+  expect(quietCollections()).toBe(1);
+});
+
+test("no collection while calls come; one after they stop; the next stretch of calls earns another", async () => {
+  const t0 = quietCollector();
+  // Calls every MS/4 for 5 periods: never quiet for a whole period.
+  for (let i = 0; i < 20; i++) {
+    noteCall();
+    await Bun.sleep(MS / 4);
+  }
+  expect(at).toEqual([]);
+  const lastCall = performance.now() - t0;
+  await Bun.sleep(MS * 3);
+  expect(at).toHaveLength(1);
+  expect(at[0]!).toBeGreaterThanOrEqual(lastCall + MS - 1 - MS / 4);
+  // Quiet again: nothing more until a call comes.
+  await Bun.sleep(MS * 2);
+  expect(at).toHaveLength(1);
+  noteCall();
+  await Bun.sleep(MS * 3);
+  expect(at).toHaveLength(2);
+});
+
+test("the quiet collection's timer keeps no process alive", () => {
+  const r = spawnSync([process.execPath, "-e", `import { collectWhenQuiet, noteCall } from ${JSON.stringify(join(import.meta.dir, "../../src/core/engine.ts"))}; collectWhenQuiet(600000); noteCall(); console.log("done")`], { timeout: 10000 });
+  expect(r.exitCode).toBe(0);
+  expect(r.stdout.toString().trim()).toBe("done");
+});
