@@ -40,9 +40,10 @@ export function noteCall(): void {
 
 /**
  * Turns the quiet collection on (serve): one full collection QUIET_COLLECT_MS after
- * now, and again QUIET_COLLECT_MS after the last call of each later stretch of calls.
- * While calls come, the timer looks once per period and waits another; when quiet, no
- * timer is left: an idle process is not woken. The timer never keeps a process alive.
+ * now if no call came, and after each later stretch of calls once a whole period has
+ * passed without one (between one and two periods after the last call: while calls
+ * come, the timer looks once per period and waits another). When quiet, no timer is
+ * left: an idle process is not woken. The timer never keeps a process alive.
  */
 export function collectWhenQuiet(ms = QUIET_COLLECT_MS, collect: () => void = () => Bun.gc(true)): void {
   stopQuietCollection();
