@@ -10,9 +10,10 @@
 //      broadcastCommand) whose subscribers attached its shared topic (one broadcast the
 //      daemon fans out), and one whose subscribers did not (an addressed push to each).
 //   3. footprint: `devservices serve` with every service of the virtual board: idle
-//      RSS and threads (3 s after ready, and settled: after 30 s quiet), and the time from exec until every bus name is owned and until
-//      READY=1 reaches $NOTIFY_SOCKET (as systemd hears it), against floor.ts (the
-//      runtime and libraries devservices stands on, none of its code).
+//      RSS and threads (3 s after ready, and settled: after 30 s quiet), and the time
+//      from exec until every bus name is owned and until READY=1 reaches
+//      $NOTIFY_SOCKET (as systemd hears it), against floor.ts (the runtime and
+//      libraries devservices stands on, none of its code).
 //   bun bench/bus/run.ts [CALLS] [RECEIVERS]      (defaults 20000, 1000)
 import { $, spawn } from "bun";
 import { mkdtempSync, readFileSync } from "node:fs";

@@ -69,11 +69,12 @@ function armQuiet(q: NonNullable<typeof quiet>): void {
   q.timer.unref?.();
 }
 
-/** Calls dispatched so far, and the quiet collections run (tests). */
+/** Calls dispatched so far (tests). */
 export function callsSoFar(): number {
   return calls;
 }
 
+/** Quiet collections run since collectWhenQuiet turned them on (tests). */
 export function quietCollections(): number {
   return quiet?.collections ?? 0;
 }
