@@ -62,20 +62,30 @@ export function parseConfFile(text: string): Record<string, string> {
 
 /** An empty value means "not set": the recipe's value or the default applies. */
 const unsetIfEmpty = (v: unknown) => (v === "" ? undefined : v);
-const path = (dflt: string) => z.preprocess(unsetIfEmpty, z.string().refine(isAbsolute, "must be an absolute path").default(dflt));
 const wholeNumber = "must be a non-negative whole number";
-const bytes = (dflt: number) =>
-  z.preprocess((v) => (v === "" || v === undefined ? undefined : (parseBytes(v) ?? v)), z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber).default(dflt));
-const int = (dflt: number, max?: number, min = 0) => {
-  let n = z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber);
-  if (min > 0) n = n.min(min, `must be ${min} to ${max}`);
-  if (max !== undefined) n = n.max(max, `must be ${min} to ${max}`);
-  return z.preprocess((v) => (v === "" || v === undefined ? undefined : typeof v === "string" ? Number(v.trim()) : v), n.default(dflt));
-};
+const bytesOf = (v: unknown) => (v === "" || v === undefined ? undefined : (parseBytes(v) ?? v));
+const numberOf = (v: unknown) => (v === "" || v === undefined ? undefined : typeof v === "string" ? Number(v.trim()) : v);
+
+/** The option types, built once for each schema and shared by its options (core/config.ts, "Shared option types"). */
+function optionTypes() {
+  const absolute = z.string().refine(isAbsolute, "must be an absolute path");
+  const whole = z.number(wholeNumber).int(wholeNumber).nonnegative(wholeNumber);
+  return {
+    path: (dflt: string) => z.preprocess(unsetIfEmpty, absolute.default(dflt)),
+    bytes: (dflt: number) => z.preprocess(bytesOf, whole.default(dflt)),
+    int: (dflt: number, max?: number, min = 0) => {
+      let n = whole;
+      if (min > 0) n = n.min(min, `must be ${min} to ${max}`);
+      if (max !== undefined) n = n.max(max, `must be ${min} to ${max}`);
+      return z.preprocess(numberOf, n.default(dflt));
+    },
+  };
+}
 
 /** Every option, with the defaults under the service's state directory. */
-export const fileCacheOptions = (stateDir: string) =>
-  z.object({
+export const fileCacheOptions = (stateDir: string) => {
+  const { path, bytes, int } = optionTypes();
+  return z.object({
     configFile: z.string().nullable().optional(),
     cacheDirectory: path(join(stateDir, "cache")),
     metadataFile: path(join(stateDir, "filecache.db")),
@@ -90,6 +100,7 @@ export const fileCacheOptions = (stateDir: string) =>
     metadataReserve: bytes(DEFAULT_RESERVE),
     storageRetryInterval: int(1000, 3_600_000, 10),
   });
+};
 
 /** What FileCache.conf may set (`configFile` is the recipe's alone). */
 const FILE_KEYS = [

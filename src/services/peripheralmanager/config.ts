@@ -30,16 +30,18 @@ const numberList = <T extends z.ZodType>(item: T) =>
 export const peripheralOptions = () => {
   /** A 7-bit I2C address, a Number (or a decimal or 0x string in the file). */
   const i2cAddress = z.coerce.number().int().min(0).max(0x7f);
+  // A type several options share, built once (core/config.ts, "Shared option types").
+  const group = z.string().min(1);
   return z.object({
     /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
     configFile: z.string().nullable().default("peripheralmanager.conf"),
     /** `auto` follows the board's backend; `linux` or `virtual` force one. */
     backend: z.enum(["auto", "linux", "virtual"]).default("auto"),
     /** Besides root, members of these groups (names or gids) may call the gpio/, i2c/, spi/ and uart/ methods; `*`: any caller. */
-    gpioGroup: z.string().min(1).default(DEFAULT_GROUPS.gpio),
-    i2cGroup: z.string().min(1).default(DEFAULT_GROUPS.i2c),
-    spiGroup: z.string().min(1).default(DEFAULT_GROUPS.spi),
-    uartGroup: z.string().min(1).default(DEFAULT_GROUPS.uart),
+    gpioGroup: group.default(DEFAULT_GROUPS.gpio),
+    i2cGroup: group.default(DEFAULT_GROUPS.i2c),
+    spiGroup: group.default(DEFAULT_GROUPS.spi),
+    uartGroup: group.default(DEFAULT_GROUPS.uart),
     /** The consumer name GPIO lines are requested with (shown by gpioinfo). */
     gpioConsumer: z.string().min(1).max(31).default("devservices"),
     /** How long uart/write waits for the tty to take all the bytes. */

@@ -4,61 +4,70 @@
 import { z } from "zod";
 import { PARSE_ONCE } from "../../core/config";
 
-/** A device node; built once per section schema and shared by its entries. */
-const devicePath = () => z.string().min(1).describe("device node, /dev/...");
+/**
+ * The types the section's entries share, built once per section schema (core/config.ts,
+ * "Shared option types"): a device node, a name, a note, an integer.
+ */
+const sectionTypes = () => ({
+  device: z.string().min(1).describe("device node, /dev/..."),
+  name: z.string().min(1),
+  note: z.string().optional(),
+  int: z.number().int(),
+});
+type SectionTypes = ReturnType<typeof sectionTypes>;
 /** What the kernel takes as a u32 (line offsets, spidev's max_speed_hz). */
 const U32 = 0xffffffff;
 
-export const gpioPin = () => z.object({
+export const gpioPin = (t: SectionTypes) => z.object({
   /** GPIO chip: a /dev/gpiochipN path, or the chip's label (found among /dev/gpiochip*). */
-  chip: z.string().min(1).optional(),
+  chip: t.name.optional(),
   /** Line: its offset on the chip, or its name. */
-  line: z.union([z.number().int().min(0).max(U32), z.string().min(1)]).optional(),
+  line: z.union([t.int.min(0).max(U32), t.name]).optional(),
   /** Physical header pin, for people. */
-  header: z.number().int().positive().optional(),
-  description: z.string().optional(),
+  header: t.int.positive().optional(),
+  description: t.note,
   /** Virtual backend: the pin this one is wired to (an output on one drives the other). */
-  loopback: z.string().optional(),
+  loopback: t.note,
 });
 
-export const i2cBus = (device: z.ZodString) => z.object({
+export const i2cBus = (t: SectionTypes) => z.object({
   /** /dev/i2c-N */
-  device: device.optional(),
+  device: t.device.optional(),
   /**
    * Addresses of the devices on the bus (the verbose list's slaveAddress): i2c/open
    * takes these only. Empty: any address of the configured range (i2cMinAddress to
    * i2cMaxAddress, by default 0x03-0x77).
    */
-  slaveAddresses: z.array(z.number().int().min(0).max(0x7f)).default([]),
-  description: z.string().optional(),
+  slaveAddresses: z.array(t.int.min(0).max(0x7f)).default([]),
+  description: t.note,
 });
 
-export const spiBus = (device: z.ZodString) => z.object({
+export const spiBus = (t: SectionTypes) => z.object({
   /** /dev/spidevB.C */
-  device: device.optional(),
+  device: t.device.optional(),
   /** The bus maximum: spi/setFrequency refuses more. */
-  maxSpeedHz: z.number().int().positive().max(U32),
-  description: z.string().optional(),
+  maxSpeedHz: t.int.positive().max(U32),
+  description: t.note,
 });
 
-export const uart = (device: z.ZodString) => z.object({
+export const uart = (t: SectionTypes) => z.object({
   /** The tty: /dev/ttyS0, /dev/serial0, a pty... */
-  device: device.optional(),
+  device: t.device.optional(),
   /** Rate set when the interface is opened: one of the rates uart/setBaudrate takes (config uartBaudrates). */
-  baudrate: z.number().int().positive().default(115200),
-  description: z.string().optional(),
+  baudrate: t.int.positive().default(115200),
+  description: t.note,
   /** Virtual backend: the interface this one is cross-wired to (TX to RX both ways). */
-  loopback: z.string().optional(),
+  loopback: t.note,
 });
 
 /** The section's schema, built when the service starts (and garbage after). */
 export const peripheralSection = () => {
-  const device = devicePath();
+  const t = sectionTypes();
   return z.object({
-    gpio: z.record(z.string().regex(/^gpio\d+$/, "pin IDs are gpio<N>"), gpioPin()).default({}),
-    i2c: z.record(z.string().regex(/^I2C\d+$/, "I2C bus names are I2C<N>"), i2cBus(device)).default({}),
-    spi: z.record(z.string().regex(/^SPI\d\d$/, "SPI bus names are SPI<NN>"), spiBus(device)).default({}),
-    uart: z.record(z.string().min(1), uart(device)).default({}),
+    gpio: z.record(z.string().regex(/^gpio\d+$/, "pin IDs are gpio<N>"), gpioPin(t)).default({}),
+    i2c: z.record(z.string().regex(/^I2C\d+$/, "I2C bus names are I2C<N>"), i2cBus(t)).default({}),
+    spi: z.record(z.string().regex(/^SPI\d\d$/, "SPI bus names are SPI<NN>"), spiBus(t)).default({}),
+    uart: z.record(t.name, uart(t)).default({}),
   });
 };
 export type PeripheralSectionT = z.output<ReturnType<typeof peripheralSection>>;

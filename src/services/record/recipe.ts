@@ -40,12 +40,16 @@ export const DEFAULT_FORMATS: Record<string, z.input<ReturnType<typeof format>>>
  * the camera is opened as primary, set to this YUV format and streamed into shared
  * memory; its frames are pushed into the pipeline through an appsrc.
  */
-const cameraStream = () => z.object({
-  camera: z.string().min(1),
-  width: z.number().int().positive().default(640),
-  height: z.number().int().positive().default(480),
-  fps: z.number().int().positive().default(30),
-});
+const cameraStream = () => {
+  // A type several fields share, built once (core/config.ts, "Shared option types").
+  const count = z.number().int().positive();
+  return z.object({
+    camera: z.string().min(1),
+    width: count.default(640),
+    height: count.default(480),
+    fps: count.default(30),
+  });
+};
 export type CameraStream = z.output<ReturnType<typeof cameraStream>>;
 const videoSource = () => z.union([fragment(), cameraStream()]);
 

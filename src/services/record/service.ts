@@ -110,7 +110,8 @@ function warmUp(recipe: Recipe, log: ServiceContext["log"]): Promise<void> {
   );
 }
 
-function instance(id: string): ServiceModule<typeof api> {
+/** Pipeline `id` of the board whose `record` section is `recipe` (read once for all its pipelines). */
+function instance(id: string, recipe: Recipe): ServiceModule<typeof api> {
   const busName = `${BUS_PREFIX}.${id}`;
   return defineService({
     spec: {
@@ -122,15 +123,14 @@ function instance(id: string): ServiceModule<typeof api> {
       internalError: (method) => answer(row(INTERNAL, method)),
       denied,
     },
-    create: (ctx) => createInstance(id, ctx),
+    create: (ctx) => createInstance(id, recipe, ctx),
   });
 }
 
 /** A caller the access rule refuses: the method's own failure row (the spec has no permission error). */
 const denied = (method: string): Json => answer(row(BAD_REQUEST, method));
 
-async function createInstance(id: string, ctx: ServiceContext): Promise<ServiceInstance<typeof api>> {
-  const recipe = readRecipe(ctx.board);
+async function createInstance(id: string, recipe: Recipe, ctx: ServiceContext): Promise<ServiceInstance<typeof api>> {
   const options = loadRecordOptions((ctx.board.serviceConfig?.record ?? {}) as Record<string, unknown>).config;
   let warm: Promise<void> | undefined;
   const warmed = () => (warm ??= warmUp(recipe, ctx.log));
@@ -470,5 +470,8 @@ export default defineService({
   create() {
     throw new Error("the recording pipeline is hosted as its instances (com.vendor.pipeline.record.<id>)");
   },
-  instances: (board: Board) => readRecipe(board).pipelines.map(instance),
+  instances: (board: Board) => {
+    const recipe = readRecipe(board);
+    return recipe.pipelines.map((id) => instance(id, recipe));
+  },
 });

@@ -25,31 +25,35 @@ export const sinkConfig = () => z.object({
 });
 export type SinkConfigT = z.output<ReturnType<typeof sinkConfig>>;
 
-export const videoOutputOptions = () => z.object({
-  /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
-  configFile: z.string().nullable().default("videooutput.conf"),
-  /** Besides root, members of this group may call the service (the media framework's group); "*": any caller. */
-  accessGroup: z.string().min(1).default(DEFAULT_GROUP),
-  /** Registered contexts on the board at once (they outlive their registering connection: docs/services/videooutput.md). */
-  maxContexts: z.coerce.number().int().min(1).max(4096).default(DEFAULT_MAX_CONTEXTS),
-  /** The largest frame setVideoData takes: the service gives the sink's plane a framebuffer of the frame's size. */
-  maxFrameWidth: z.coerce.number().int().min(1).max(FRAME_CEILING).default(DEFAULT_MAX_FRAME.width),
-  maxFrameHeight: z.coerce.number().int().min(1).max(FRAME_CEILING).default(DEFAULT_MAX_FRAME.height),
-  /** linux: the display card, a /dev/dri path or a DRM driver name (vkms, bochs-drm, vc4). */
-  card: z.string().min(1).default("/dev/dri/card0"),
-  /** linux: the connector id to show on (default: the first connected one). */
-  connector: z.coerce.number().int().positive().optional(),
-  /** linux: plane updates by atomic commit where the driver has it (auto), or always one way. */
-  commit: z.enum(["auto", "atomic", "legacy"]).default("auto"),
-  /** virtual: the simulated display's size. */
-  display: VideoSize().default({ width: 1920, height: 1080 }),
-  /** Sinks and the planes they drive, in zOrder order (the first is at the bottom). */
-  sinks: z.array(sinkConfig()).min(1).max(4).default([
-    { sink: "MAIN", plane: 0, maxDownscaleSize: { width: 64, height: 36 }, maxUpscaleSize: { width: 3840, height: 2160 } },
-    { sink: "SUB0", plane: 1, maxDownscaleSize: { width: 64, height: 36 }, maxUpscaleSize: { width: 3840, height: 2160 } },
-  ]).refine((s) => new Set(s.map((x) => x.sink)).size === s.length && new Set(s.map((x) => x.plane)).size === s.length,
-    "each sink once, each plane once"),
-});
+export const videoOutputOptions = () => {
+  // Types several options share, built once (core/config.ts, "Shared option types").
+  const int = z.coerce.number().int();
+  return z.object({
+    /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
+    configFile: z.string().nullable().default("videooutput.conf"),
+    /** Besides root, members of this group may call the service (the media framework's group); "*": any caller. */
+    accessGroup: z.string().min(1).default(DEFAULT_GROUP),
+    /** Registered contexts on the board at once (they outlive their registering connection: docs/services/videooutput.md). */
+    maxContexts: int.min(1).max(4096).default(DEFAULT_MAX_CONTEXTS),
+    /** The largest frame setVideoData takes: the service gives the sink's plane a framebuffer of the frame's size. */
+    maxFrameWidth: int.min(1).max(FRAME_CEILING).default(DEFAULT_MAX_FRAME.width),
+    maxFrameHeight: int.min(1).max(FRAME_CEILING).default(DEFAULT_MAX_FRAME.height),
+    /** linux: the display card, a /dev/dri path or a DRM driver name (vkms, bochs-drm, vc4). */
+    card: z.string().min(1).default("/dev/dri/card0"),
+    /** linux: the connector id to show on (default: the first connected one). */
+    connector: int.positive().optional(),
+    /** linux: plane updates by atomic commit where the driver has it (auto), or always one way. */
+    commit: z.enum(["auto", "atomic", "legacy"]).default("auto"),
+    /** virtual: the simulated display's size. */
+    display: VideoSize().default({ width: 1920, height: 1080 }),
+    /** Sinks and the planes they drive, in zOrder order (the first is at the bottom). */
+    sinks: z.array(sinkConfig()).min(1).max(4).default([
+      { sink: "MAIN", plane: 0, maxDownscaleSize: { width: 64, height: 36 }, maxUpscaleSize: { width: 3840, height: 2160 } },
+      { sink: "SUB0", plane: 1, maxDownscaleSize: { width: 64, height: 36 }, maxUpscaleSize: { width: 3840, height: 2160 } },
+    ]).refine((s) => new Set(s.map((x) => x.sink)).size === s.length && new Set(s.map((x) => x.plane)).size === s.length,
+      "each sink once, each plane once"),
+  });
+};
 export type VideoOutputOptionsT = z.output<ReturnType<typeof videoOutputOptions>>;
 
 const FILE_KEYS = ["accessGroup", "maxContexts", "maxFrameWidth", "maxFrameHeight", "card", "connector", "commit"] as const;
