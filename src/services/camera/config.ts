@@ -7,7 +7,7 @@ import { DEFAULT_GROUP } from "./schemas";
 
 /** The options' schema, built when the service starts (and garbage after). */
 export const cameraOptions = () => {
-  // Types several options share, built once (core/config.ts, "Shared option types").
+  // A type several options share, built once (core/config.ts, "Shared option types").
   const int = z.number().int();
   return z.object({
     /** auto: the board's backend (linux: V4L2; virtual: the test pattern). */

@@ -26,7 +26,7 @@ export const sinkConfig = () => z.object({
 export type SinkConfigT = z.output<ReturnType<typeof sinkConfig>>;
 
 export const videoOutputOptions = () => {
-  // Types several options share, built once (core/config.ts, "Shared option types").
+  // A type several options share, built once (core/config.ts, "Shared option types").
   const int = z.coerce.number().int();
   return z.object({
     /** The Key=Value file (a name in /etc/devservices or an absolute path); null: no file. */
