@@ -84,6 +84,9 @@ const BASIC = /^[sogybnqiuxtdh]*$/;
 
 // ---- writing ------------------------------------------------------------------
 
+/** Strings up to this long are written by Writer.str's own loop while they are ASCII. */
+const SHORT_STRING = 128;
+
 interface Writer {
   value(node: TypeNode, v: any, fds: number[]): void;
 }
@@ -100,11 +103,10 @@ class Writer {
     this.buf = b;
   }
   align(a: number) {
-    const pad = (a - (this.off % a)) % a;
+    let pad = (a - (this.off % a)) % a;
     if (!pad) return;
     this.ensure(pad);
-    this.buf.fill(0, this.off, this.off + pad);
-    this.off += pad;
+    while (pad--) this.buf[this.off++] = 0;
   }
   u8(v: number) {
     this.ensure(1);
@@ -125,16 +127,30 @@ class Writer {
   str(s: string) {
     this.align(4);
     this.ensure(4 + 3 * s.length + 1);
-    const n = this.buf.write(s, this.off + 4, "utf8");
-    this.buf.writeUInt32LE(n, this.off);
-    this.buf[this.off + 4 + n] = 0;
-    this.off += 4 + n + 1;
+    const b = this.buf;
+    const at = this.off + 4;
+    // A short string is copied here while it is ASCII (names, most payloads): a call
+    // into the runtime costs more than the loop; the rest is encoded by the runtime.
+    let n = 0;
+    if (s.length <= SHORT_STRING) {
+      for (; n < s.length; n++) {
+        const c = s.charCodeAt(n);
+        if (c > 0x7f) break;
+        b[at + n] = c;
+      }
+    }
+    if (n < s.length) n = b.write(s, at, "utf8");
+    b.writeUInt32LE(n, this.off);
+    b[at + n] = 0;
+    this.off = at + n + 1;
   }
   sig(s: string) {
     this.ensure(s.length + 2);
-    this.buf[this.off] = s.length;
-    this.buf.write(s, this.off + 1, "latin1");
-    this.buf[this.off + 1 + s.length] = 0;
+    const b = this.buf;
+    b[this.off] = s.length;
+    // Each character as its byte, as a latin1 write would (a signature is ASCII).
+    for (let i = 0; i < s.length; i++) b[this.off + 1 + i] = s.charCodeAt(i);
+    b[this.off + 1 + s.length] = 0;
     this.off += s.length + 2;
   }
   basic(t: string, v: any, fds: number[]) {
@@ -230,7 +246,9 @@ function variantsWithStructs(values: unknown[]): boolean {
   return values.some((v) => visit(v, 0));
 }
 
+/** The scratch writers of encode: the header's and the body's. */
 const w = new Writer();
+const wb = new Writer();
 
 function field(code: number, t: string, v: string | number) {
   w.align(8);
@@ -243,24 +261,27 @@ function field(code: number, t: string, v: string | number) {
 export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number[] } {
   const fds = [...(m.fds ?? [])];
   const sig = m.signature ?? "";
-  let body: Buffer | undefined;
+  // Body first, into its scratch writer, so its length and fd count are known; then
+  // the header into the other, and both copied once into the message.
+  let body: Buffer;
   let bodyLen: number;
-  // Body first, into the scratch writer, so its length and fd count are known.
-  w.reset();
+  wb.reset();
   const body0 = m.body ?? [];
   if (BASIC.test(sig)) {
     if (body0.length !== sig.length) throw new Error(`signature '${sig}' wants ${sig.length} values, got ${body0.length}`);
-    for (let i = 0; i < sig.length; i++) w.basic(sig[i]!, body0[i], fds);
-    body = Buffer.from(w.buf.subarray(0, w.off));
+    for (let i = 0; i < sig.length; i++) wb.basic(sig[i]!, body0[i], fds);
+    body = wb.buf;
+    bodyLen = wb.off;
   } else if (!hasStruct(sig) && !variantsWithStructs(body0)) {
     const tree = parseSignature(sig);
     if (body0.length !== tree.length) throw new Error(`signature '${sig}' wants ${tree.length} values, got ${body0.length}`);
-    tree.forEach((node, i) => w.value(node, body0[i], fds));
-    body = Buffer.from(w.buf.subarray(0, w.off));
+    tree.forEach((node, i) => wb.value(node, body0[i], fds));
+    body = wb.buf;
+    bodyLen = wb.off;
   } else {
     body = generic().encodeBodyGeneric(sig, body0, fds);
+    bodyLen = body.length;
   }
-  bodyLen = body.length;
   w.reset();
   w.u8(0x6c); // 'l'
   w.u8(m.type);
@@ -286,11 +307,15 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
   if (total > MAX_MESSAGE) throw new Error(`message of ${total} bytes is over the D-Bus limit`);
   const data = Buffer.allocUnsafe(total);
   w.buf.copy(data, 0, 0, w.off);
-  body.copy(data, w.off);
+  body.copy(data, w.off, 0, bodyLen);
   return { data, fds };
 }
 
 // ---- reading ------------------------------------------------------------------
+
+/** The header strings decoded last, one per slot (Reader.headerStr). */
+const HEADER_SLOTS = 64;
+const headerStrings: (string | undefined)[] = new Array(HEADER_SLOTS).fill(undefined);
 
 class Reader {
   pos = 0;
@@ -322,8 +347,36 @@ class Reader {
   sig() {
     const n = this.u8();
     this.need(n + 1);
-    const s = this.buf.toString("latin1", this.pos, this.pos + n);
+    // A header field's variant and most bodies have a one-letter signature: the
+    // engine keeps every one-character string, so nothing is decoded or made.
+    const s = n === 1 ? String.fromCharCode(this.buf[this.pos]!) : this.buf.toString("latin1", this.pos, this.pos + n);
     this.pos += n + 1;
+    return s;
+  }
+  /**
+   * A header field's string. The same few names (path, interface, member, the peers)
+   * come in message after message, so the one decoded last in the string's slot is
+   * handed back when the bytes are its own, instead of a new string decoded (a call
+   * into the runtime each: docs/performance.md, warm calls).
+   */
+  headerStr(code: number) {
+    const n = this.u32();
+    this.need(n + 1);
+    const b = this.buf;
+    const p = this.pos;
+    this.pos += n + 1;
+    if (n === 0) return "";
+    const slot = (code * 31 + n * 7 + b[p]! + b[p + n - 1]! * 3 + b[p + (n >> 1)]! * 5) & (HEADER_SLOTS - 1);
+    const last = headerStrings[slot];
+    if (last !== undefined && last.length === n) {
+      let i = 0;
+      while (i < n && last.charCodeAt(i) === b[p + i]) i++;
+      if (i === n) return last;
+    }
+    const s = b.toString("utf8", p, p + n);
+    // Kept only when each byte is one character (ASCII; an invalid byte becomes U+FFFD,
+    // which no byte equals): so a string handed back is always what its bytes decode to.
+    if (s.length === n) headerStrings[slot] = s;
     return s;
   }
   basic(t: string, fds: number[]): any {
@@ -455,7 +508,7 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly
     if (r.pos >= end) break;
     const code = r.u8();
     const t = r.sig();
-    const v = r.basic(t, []);
+    const v = t === "s" || t === "o" ? r.headerStr(code) : r.basic(t, []);
     switch (code) {
       case FIELD.path: m.path = v; break;
       case FIELD.interface: m.interface = v; break;

@@ -28,8 +28,19 @@ interface Hosted {
 
 interface ClientState {
   caller: Promise<Caller>;
+  /** The caller's credentials once the daemon has told them: later calls go on at once. */
+  known?: Caller;
   subscriptions: Map<number, SubscriptionImpl>;
 }
+
+/** What a handler's call came to: its response, and the subscription opened for it. */
+interface Ran {
+  response: Json | FdReply;
+  subscription?: SubscriptionImpl;
+}
+
+/** A value to wait for (a handler's or an access test's promise), or not. */
+const isThenable = <T>(v: T | PromiseLike<T>): v is PromiseLike<T> => typeof (v as PromiseLike<T> | undefined)?.then === "function";
 
 /** One call being dispatched: where it goes and who made it. */
 interface Dispatch {
@@ -266,8 +277,10 @@ export class BusServer {
   private client(name: string): ClientState {
     let c = this.clients.get(name);
     if (!c) {
-      c = { caller: this.credentials(name), subscriptions: new Map() };
-      this.clients.set(name, c);
+      const state: ClientState = { caller: this.credentials(name), subscriptions: new Map() };
+      // Registered first, so it runs before the calls that wait for the credentials.
+      void state.caller.then((k) => (state.known = k));
+      this.clients.set(name, (c = state));
     }
     return c;
   }
@@ -436,29 +449,47 @@ export class BusServer {
       return this.replyError(msg, "org.freedesktop.DBus.Error.InvalidArgs", `${msg.member} takes one string (the JSON payload), got '${msg.signature ?? ""}'`);
     }
     for (const fd of msg.fds) libc.close(fd);
-    this.dispatch(h, method, msg).catch((e) => {
+    this.dispatch(h, method, msg);
+  }
+
+  /**
+   * One call through its steps: find its caller, decode, validate, authorize, run,
+   * answer. A step waits only for what is not there yet (the caller's credentials on
+   * its first call, an access test or a handler that returns a promise); otherwise the
+   * call runs to its answer at once, with no turn of the event loop between steps
+   * (docs/performance.md, warm calls). Calls of one caller start in the order they came.
+   */
+  private dispatch(h: Hosted, method: string, msg: Message): void {
+    const failed = (e: any) => {
       this.log.error({ err: e, method }, "dispatch failed");
       this.replyError(msg, `${ERROR_PREFIX}.Failed`, String(e?.message ?? e));
-    });
+    };
+    try {
+      const c = this.client(msg.sender!);
+      const go = (caller: Caller) => this.dispatchAs({ h, method, msg, spec: h.spec.api[method]!, c, caller });
+      const waiting = c.known ? go(c.known) : c.caller.then(go);
+      if (waiting) waiting.then(undefined, failed);
+    } catch (e) {
+      failed(e);
+    }
   }
 
-  /** One call through its steps: find its caller, decode, validate, authorize, run, answer. */
-  private async dispatch(h: Hosted, method: string, msg: Message) {
-    const d = await this.find(h, method, msg);
+  /** Decode, validate and authorize; then run and answer, or answer the refusal. */
+  private dispatchAs(d: Dispatch): PromiseLike<void> | void {
     const decoded = this.decode(d);
-    if ("problem" in decoded) return this.answer(d, { returnValue: false, ...h.spec.badRequest(method, decoded.problem) }, decoded.value);
+    if ("problem" in decoded) return this.answer(d, { returnValue: false, ...d.h.spec.badRequest(d.method, decoded.problem) }, decoded.value);
     const valid = this.validate(d, decoded.value);
     if ("response" in valid) return this.answer(d, valid.response, decoded.value);
-    const denied = await this.authorize(d, valid.data);
-    if (denied) return this.answer(d, denied, decoded.value);
-    const { response, subscription } = await this.run(d, decoded.value, valid.data);
-    this.answer(d, response, decoded.value, subscription);
+    const may = this.authorize(d, valid.data);
+    if (isThenable(may)) return may.then((denied) => this.runAndAnswer(d, denied, decoded.value, valid.data));
+    return this.runAndAnswer(d, may, decoded.value, valid.data);
   }
 
-  /** The call's method spec, its client's state and its caller's credentials. */
-  private async find(h: Hosted, method: string, msg: Message): Promise<Dispatch> {
-    const c = this.client(msg.sender!);
-    return { h, method, msg, spec: h.spec.api[method]!, c, caller: await c.caller };
+  private runAndAnswer(d: Dispatch, denied: Json | undefined, payload: Json, data: unknown): PromiseLike<void> | void {
+    if (denied) return this.answer(d, denied, payload);
+    const ran = this.run(d, payload, data);
+    if (isThenable(ran)) return ran.then(({ response, subscription }) => this.answer(d, response, payload, subscription));
+    this.answer(d, ran.response, payload, ran.subscription);
   }
 
   /** The payload within the limits, as a JSON object; else the problem (over the limits logged, throttled). */
@@ -486,10 +517,19 @@ export class BusServer {
     return { response: { returnValue: false, ...(invalidAnswer(h.spec, method, invalid) ?? h.spec.badRequest(method, problem)) } };
   }
 
-  /** The method's access rule (configuration's, else the table's): undefined when the caller may call, else the refusal. */
-  private async authorize({ h, method, spec, caller }: Dispatch, data: unknown): Promise<Json | undefined> {
-    const rule = h.instance.access?.[method] ?? spec.access;
-    if (await allowed(rule, caller, data)) return undefined;
+  /**
+   * The method's access rule (configuration's, else the table's): undefined when the
+   * caller may call, else the refusal; a promise of either when the rule's test is one.
+   */
+  private authorize(d: Dispatch, data: unknown): PromiseLike<Json | undefined> | Json | undefined {
+    const rule = d.h.instance.access?.[d.method] ?? d.spec.access;
+    const may = allowed(rule, d.caller, data);
+    if (isThenable(may)) return may.then((ok) => (ok ? undefined : this.refusal(d, rule)));
+    return may ? undefined : this.refusal(d, rule);
+  }
+
+  /** A caller refused by the method's access rule: logged (throttled), and the answer it gets. */
+  private refusal({ h, method, caller }: Dispatch, rule: AccessRule | undefined): Json {
     this.refusals.log(`${caller.name} access ${h.spec.name} ${method}`, (repeated) =>
       this.log.info({ service: h.spec.name, method, caller: caller.name, uid: caller.uid, rule: describeRule(rule), repeated }, "caller refused by the method's access rule"),
     );
@@ -498,8 +538,13 @@ export class BusServer {
       : { returnValue: false, errorText: `Permission denied: ${method} is for ${describeRule(rule)}` };
   }
 
-  /** The handler's response, with the subscription opened for the call (within the caller's limits); a throw becomes the failure. */
-  private async run({ h, method, msg, spec, c, caller }: Dispatch, payload: Json, data: unknown): Promise<{ response: Json | FdReply; subscription?: SubscriptionImpl }> {
+  /**
+   * The handler's response, with the subscription opened for the call (within the
+   * caller's limits); a throw or a rejection becomes the failure. A promise only when
+   * the handler returned one.
+   */
+  private run(d: Dispatch, payload: Json, data: unknown): PromiseLike<Ran> | Ran {
+    const { h, method, msg, spec, c, caller } = d;
     const subscribes = (spec.subscribable && payload.subscribe === true) || spec.alwaysSubscribes;
     const refused = subscribes ? this.subscriptionRefused(c, caller) : undefined;
     if (refused) {
@@ -513,13 +558,19 @@ export class BusServer {
       c.subscriptions.set(msg.serial, subscription);
       this.subscriptionsOfUid.set(caller.uid, (this.subscriptionsOfUid.get(caller.uid) ?? 0) + 1);
     }
-    try {
-      return { response: await h.instance.handlers[method]!(data, { caller, method, subscription }), subscription };
-    } catch (e) {
+    const failed = (e: unknown): Ran => {
       if (e instanceof ServiceError) return { response: e.response(), subscription };
       this.log.error({ err: e, service: h.spec.name, method, caller: caller.name }, "handler failed");
       return { response: { returnValue: false, ...h.spec.internalError(method, e) }, subscription };
+    };
+    let response: Json | FdReply | PromiseLike<Json | FdReply>;
+    try {
+      response = h.instance.handlers[method]!(data, { caller, method, subscription });
+    } catch (e) {
+      return failed(e);
     }
+    if (isThenable(response)) return response.then((r) => ({ response: r, subscription }), failed);
+    return { response, subscription };
   }
 
   /**

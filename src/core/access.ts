@@ -25,7 +25,8 @@ export function describeRule(rule: AccessRule | undefined): string {
   return rule.describe;
 }
 
-export async function allowed(rule: AccessRule | undefined, caller: Caller, request: unknown): Promise<boolean> {
+/** Whether the caller may: decided at once, or a promise when the rule's test returns one. */
+export function allowed(rule: AccessRule | undefined, caller: Caller, request: unknown): boolean | Promise<boolean> {
   if (!rule || rule === "any") return true;
   if (rule === "root") return caller.uid === 0;
   if ("groups" in rule) {
@@ -36,7 +37,7 @@ export async function allowed(rule: AccessRule | undefined, caller: Caller, requ
       return gid !== undefined && gids.includes(gid);
     });
   }
-  return await rule.test(caller, request);
+  return rule.test(caller, request);
 }
 
 /** The caller's gids: from the bus daemon when it said, else the process's status. */
