@@ -9,6 +9,10 @@
 //      against a devservices subscription (testautomation subscribeToCommands +
 //      broadcastCommand) whose subscribers attached its shared topic (one broadcast the
 //      daemon fans out), and one whose subscribers did not (an addressed push to each).
+//   The calls are also answered by ceiling.ts: Bun answering `ping` with no code of
+//   devservices' (no codec, dispatch, schema or access check), compiled and settled as
+//   serve is. Its ratio to C is what this runtime reaches on this machine, so the gap
+//   between it and devservices is devservices' own per-call work.
 //   3. footprint: `devservices serve` with every service of the virtual board: idle
 //      RSS and threads (3 s after ready, and settled: after 30 s quiet), and the time
 //      from exec until every bus name is owned and until READY=1 reaches
@@ -75,8 +79,18 @@ const header = (title: string) => {
 const payload = '{"Message":"hi"}';
 const TA = ["com.vendor.service.testautomation", "/com/vendor/service/testautomation", "com.vendor.service.testautomation"];
 const ECHO = ["com.vendor.bench.echo", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
+const CEILING = ["com.vendor.bench.ceiling", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
 const startC = async () => {
   const p = spawn([`${out}/echo-service`, bus.address], { stdout: "pipe", stderr: "inherit" });
+  children.push(p);
+  await waitReady(p, "ready");
+  return p;
+};
+await $`bun build ${COMPILE_FLAGS} ${import.meta.dir}/ceiling.ts --outfile ${out}/ceiling`.quiet();
+const socketPath = /unix:path=([^,;]+)/.exec(bus.address)?.[1];
+if (!socketPath) throw new Error(`bench/bus: the bus address has no unix path: ${bus.address}`);
+const startCeiling = async () => {
+  const p = spawn([`${out}/ceiling`, socketPath, CEILING[0]!], { stdout: "pipe", stderr: "inherit" });
   children.push(p);
   await waitReady(p, "ready");
   return p;
@@ -137,23 +151,24 @@ console.log(`  devservices p50 per fresh start (us): attached ${fan.dev.join(", 
 // median of the per-start ratios.
 const COLD_STARTS = Number(process.env.BENCH_COLD_STARTS ?? 9);
 console.error("bench/bus: cold");
-const colds = { c: [] as any[], dev: [] as any[] };
+const colds = { c: [] as any[], dev: [] as any[], ceiling: [] as any[] };
 const probe = await BusClient.connect(bus.address);
+const cold = { c: { dest: ECHO, start: startC }, dev: { dest: TA, start: startDev }, ceiling: { dest: CEILING, start: startCeiling } };
 for (let r = 0; r < COLD_STARTS; r++) {
-  for (const which of r % 2 ? (["dev", "c"] as const) : (["c", "dev"] as const)) {
-    const dest = which === "c" ? ECHO : TA;
+  for (const which of r % 2 ? (["dev", "ceiling", "c"] as const) : (["c", "ceiling", "dev"] as const)) {
+    const { dest, start } = cold[which];
     // The name of the one stopped before is free again (the C service does not queue for it).
     for (let i = 0; await probe.hasOwner(dest[0]!); i++) {
       if (i > 2000) throw new Error(`bench/bus: ${dest[0]} still owned`);
       await Bun.sleep(5);
     }
-    const p = which === "c" ? await startC() : await startDev();
+    const p = await start();
     // The cold calls only (200), then one call: no warm-up.
     colds[which].push(JSON.parse(await $`${out}/client ${bus.address} ${dest} ping ${payload} 1 1 0`.text()));
     await stop(p);
   }
 }
-for (const dest of [ECHO, TA]) while (await probe.hasOwner(dest[0]!)) await Bun.sleep(5);
+for (const dest of [ECHO, TA, CEILING]) while (await probe.hasOwner(dest[0]!)) await Bun.sleep(5);
 probe.close();
 header(`cold: the first 200 calls of ping '${payload}' after start, ${COLD_STARTS} fresh starts of each in alternating order`);
 for (const [label, key] of [
@@ -166,11 +181,18 @@ for (const [label, key] of [
   row(label, median(a), median(b), median(a.map((x, i) => b[i]! / x)).toFixed(2) + (key === "cold_p99_us" ? " (goal <= 2)" : " (<=)"));
 }
 console.log(`  devservices first-200 p99 per start (us): ${colds.dev.map((x) => Math.round(x.cold_p99_us)).join(", ")}; C: ${colds.c.map((x) => Math.round(x.cold_p99_us)).join(", ")}`);
+const ceilingRows: [string, number, number, string][] = [];
+{
+  const a = colds.c.map((x) => x.cold_p99_us as number);
+  const b = colds.ceiling.map((x) => x.cold_p99_us as number);
+  ceilingRows.push(["cold: first 200 p99 (us)", median(a), median(b), median(a.map((x, i) => b[i]! / x)).toFixed(2)]);
+}
 
 // ---- calls ---------------------------------------------------------------
 // Fresh services (their first calls are the cold ones above).
 const cService = await startC();
 const dev2 = await startDev();
+const ceilingService = await startCeiling();
 // The VM this runs on varies a lot from second to second, so the two services are
 // measured in alternating rounds and each metric is the median over the rounds, its
 // ratio the median of the per-round ratios (each round compares neighbours in time).
@@ -180,10 +202,11 @@ const measure = async (dest: string[], calls: number, warmup: number) =>
 console.error("bench/bus: calls");
 const refs: any[] = [];
 const ourss: any[] = [];
+const ceilings: any[] = [];
 for (let r = 0; r < ROUNDS_CALLS; r++) {
   // The first round of each is its cold start (fresh services); then short warm-ups.
-  const order = r % 2 ? [TA, ECHO] : [ECHO, TA];
-  for (const dest of order) (dest === ECHO ? refs : ourss).push(await measure(dest, Math.ceil(CALLS / ROUNDS_CALLS), r === 0 ? 2000 : 200));
+  const order = r % 2 ? [TA, CEILING, ECHO] : [ECHO, CEILING, TA];
+  for (const dest of order) (dest === ECHO ? refs : dest === TA ? ourss : ceilings).push(await measure(dest, Math.ceil(CALLS / ROUNDS_CALLS), r === 0 ? 2000 : 200));
 }
 header(`calls: ${CALLS} calls of ping '${payload}' per mode in ${ROUNDS_CALLS} alternating rounds, one C sd-bus client`);
 for (const [label, key, better, coldOnly] of [
@@ -198,8 +221,13 @@ for (const [label, key, better, coldOnly] of [
   const b = coldOnly ? [ourss[0][key]] : ourss.map((x) => x[key]);
   const ratio = median(a.map((x: number, i: number) => b[i] / x));
   row(label, median(a), median(b), ratio.toFixed(2) + (better === "high" ? " (>=)" : " (<=)"));
+  const c = ceilings.map((x) => x[key]);
+  if (key === "seq_calls_per_s" || key === "par_calls_per_s") ceilingRows.push([label, median(a), median(c), median(a.map((x: number, i: number) => c[i] / x)).toFixed(2)]);
 }
-await stop(cService, dev2);
+await stop(cService, dev2, ceilingService);
+console.log(`\nthe runtime's reach: ceiling.ts (Bun answering ping with none of devservices' code), same runs`);
+console.log(`${"metric".padEnd(30)}${"C sd-bus".padStart(12)} ${"ceiling".padStart(13)}  ${"ceiling/C".padStart(15)}`);
+for (const r of ceilingRows) row(...r);
 
 // ---- footprint -----------------------------------------------------------
 // The reference is floor.ts: what devservices stands on (Bun, zod, pino, bun:sqlite,
@@ -207,8 +235,6 @@ await stop(cService, dev2);
 // to "ready" and idle memory are measured in the same run, alternating with serve.
 console.error("bench/bus: footprint"); const board = loadBoard("virtual");
 await $`bun build ${COMPILE_FLAGS} ${import.meta.dir}/floor.ts --outfile ${out}/floor`.quiet();
-const socketPath = /unix:path=([^,;]+)/.exec(bus.address)?.[1];
-if (!socketPath) throw new Error(`bench/bus: the bus address has no unix path: ${bus.address}`);
 // Every bus name the board's services own (a service with instances owns one per instance).
 const names = board.services.flatMap((s) => {
   const m = findService(s)!;
