@@ -87,33 +87,34 @@ function send(sock: { write(b: Uint8Array): number }, b: Buffer) {
   });
 }
 
-/** The reply to a `ping`: the caller's string copied back (reply serial, destination, signature). */
-function answer(sock: { write(b: Uint8Array): number }, msg: Buffer) {
-  const fieldsLen = msg.readUInt32LE(12);
-  const end = 16 + fieldsLen;
+/** The header fields the ceiling reads: the sender, the member, the reply serial; and where the body starts. */
+function fields(msg: Buffer): { sender?: Uint8Array; member: string; replySerial?: number; body: number } {
+  const end = 16 + msg.readUInt32LE(12);
+  const out: { sender?: Uint8Array; member: string; replySerial?: number; body: number } = { member: "", body: (end + 7) & ~7 };
   let pos = 16;
-  let sender: Uint8Array | undefined;
-  let member = "";
   while (pos < end) {
     pos = (pos + 7) & ~7;
     const code = msg[pos]!;
     const t = msg[pos + 2]!;
     pos += 4;
-    if (t === 0x67) {
-      pos += msg[pos]! + 2;
-      continue;
-    }
-    if (t === 0x75) {
+    if (t === 0x67) pos += msg[pos]! + 2;
+    else if (t === 0x75) {
+      if (code === 5) out.replySerial = msg.readUInt32LE(pos);
       pos += 4;
-      continue;
+    } else {
+      const n = msg.readUInt32LE(pos);
+      if (code === 7) out.sender = msg.subarray(pos + 4, pos + 4 + n);
+      else if (code === 3) out.member = msg.toString("latin1", pos + 4, pos + 4 + n);
+      pos += 4 + n + 1;
     }
-    const n = msg.readUInt32LE(pos);
-    if (code === 7) sender = msg.subarray(pos + 4, pos + 4 + n);
-    else if (code === 3) member = msg.toString("latin1", pos + 4, pos + 4 + n);
-    pos += 4 + n + 1;
   }
+  return out;
+}
+
+/** The reply to a `ping`: the caller's string copied back (reply serial, destination, signature). */
+function answer(sock: { write(b: Uint8Array): number }, msg: Buffer) {
+  const { sender, member, body: bodyAt } = fields(msg);
   if (member !== "ping" || !sender) return;
-  const bodyAt = (end + 7) & ~7;
   const n = msg.readUInt32LE(bodyAt);
   const s = msg.subarray(bodyAt + 4, bodyAt + 4 + n);
   // Written in place: reply serial (u), destination (s), signature (g) "s", then the string.
@@ -171,8 +172,13 @@ void Bun.connect({
         const msg = pending.subarray(0, total);
         pending = pending.subarray(total);
         if (msg[1] === 1) answer(sock, msg);
-        // RequestName's reply (to our serial 2): the name is ours (DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER).
-        else if (msg[1] === 2 && calls === 0 && replySerial(msg) === 2) console.log("ready");
+        else if (msg[1] === 2 && calls === 0) {
+          // RequestName's reply (our serial 2): ready once the name is ours (1, DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER).
+          const f = fields(msg);
+          if (f.replySerial !== 2) continue;
+          if (msg.readUInt32LE(f.body) !== 1) throw new Error(`${busName} is not ours (RequestName answered ${msg.readUInt32LE(f.body)})`);
+          console.log("ready");
+        }
       }
     },
     close() {
@@ -180,20 +186,3 @@ void Bun.connect({
     },
   },
 });
-
-function replySerial(msg: Buffer): number | undefined {
-  const end = 16 + msg.readUInt32LE(12);
-  let pos = 16;
-  while (pos < end) {
-    pos = (pos + 7) & ~7;
-    const code = msg[pos]!;
-    const t = msg[pos + 2]!;
-    pos += 4;
-    if (t === 0x75) {
-      if (code === 5) return msg.readUInt32LE(pos);
-      pos += 4;
-    } else if (t === 0x67) pos += msg[pos]! + 2;
-    else pos += 4 + msg.readUInt32LE(pos) + 1;
-  }
-  return undefined;
-}
