@@ -263,25 +263,22 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
   const sig = m.signature ?? "";
   // Body first, into its scratch writer, so its length and fd count are known; then
   // the header into the other, and both copied once into the message.
-  let body: Buffer;
-  let bodyLen: number;
   wb.reset();
   const body0 = m.body ?? [];
+  // A body with structs is made by generic.ts as a Buffer of its own.
+  let structBody: Buffer | undefined;
   if (BASIC.test(sig)) {
     if (body0.length !== sig.length) throw new Error(`signature '${sig}' wants ${sig.length} values, got ${body0.length}`);
     for (let i = 0; i < sig.length; i++) wb.basic(sig[i]!, body0[i], fds);
-    body = wb.buf;
-    bodyLen = wb.off;
   } else if (!hasStruct(sig) && !variantsWithStructs(body0)) {
     const tree = parseSignature(sig);
     if (body0.length !== tree.length) throw new Error(`signature '${sig}' wants ${tree.length} values, got ${body0.length}`);
     tree.forEach((node, i) => wb.value(node, body0[i], fds));
-    body = wb.buf;
-    bodyLen = wb.off;
   } else {
-    body = generic().encodeBodyGeneric(sig, body0, fds);
-    bodyLen = body.length;
+    structBody = generic().encodeBodyGeneric(sig, body0, fds);
   }
+  const body = structBody ?? wb.buf;
+  const bodyLen = structBody ? structBody.length : wb.off;
   w.reset();
   w.u8(0x6c); // 'l'
   w.u8(m.type);

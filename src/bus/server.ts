@@ -485,6 +485,7 @@ export class BusServer {
     return this.runAndAnswer(d, may, decoded.value, valid.data);
   }
 
+  /** The refusal answered, or the handler run and its response answered (waiting only for its promise). */
   private runAndAnswer(d: Dispatch, denied: Json | undefined, payload: Json, data: unknown): PromiseLike<void> | void {
     if (denied) return this.answer(d, denied, payload);
     const ran = this.run(d, payload, data);
