@@ -2,7 +2,7 @@
 // what the services' own sections name (docs/board-recipes.md, "Checking a board").
 // The services do not read it; `board scan` writes it.
 import { z } from "zod";
-import { PARSE_ONCE } from "../core/config";
+import { PARSE_OPTIONS } from "../core/config";
 
 const fourcc = z.string().regex(/^[\x21-\x7e][\x20-\x7e]{0,3}(-BE)?$/, "a V4L2 pixel format code (fourcc) such as YUYV, -BE for a big-endian variant");
 
@@ -42,7 +42,7 @@ export const HardwareSection = z.object({
 export type HardwareSectionT = z.output<typeof HardwareSection>;
 
 export function parseHardware(data: unknown, origin: string): HardwareSectionT {
-  const r = HardwareSection.safeParse(data ?? {}, PARSE_ONCE);
+  const r = HardwareSection.safeParse(data ?? {}, PARSE_OPTIONS);
   if (!r.success) throw new Error(`${origin}: the hardware section is invalid: ${z.prettifyError(r.error)}`);
   return r.data;
 }

@@ -84,9 +84,6 @@ const BASIC = /^[sogybnqiuxtdh]*$/;
 
 // ---- writing ------------------------------------------------------------------
 
-/** Strings up to this long are written by Writer.str's own loop while they are ASCII. */
-const SHORT_STRING = 128;
-
 interface Writer {
   value(node: TypeNode, v: any, fds: number[]): void;
 }
@@ -103,7 +100,7 @@ class Writer {
     this.buf = b;
   }
   align(a: number) {
-    let pad = (a - (this.off % a)) % a;
+    let pad = -this.off & (a - 1);
     if (!pad) return;
     this.ensure(pad);
     while (pad--) this.buf[this.off++] = 0;
@@ -125,22 +122,20 @@ class Writer {
     this.off += 4;
   }
   str(s: string) {
-    this.align(4);
-    this.ensure(4 + 3 * s.length + 1);
+    // Aligned to 4 here (zeros), not by align(): this and the header's fields are
+    // what every message writes, and each call is a step in the first calls after start.
+    let off = this.off;
+    const pad = -off & 3;
+    this.ensure(pad + 4 + 3 * s.length + 1);
     const b = this.buf;
-    const at = this.off + 4;
-    // A short string is copied here while it is ASCII (names, most payloads): a call
-    // into the runtime costs more than the loop; the rest is encoded by the runtime.
-    let n = 0;
-    if (s.length <= SHORT_STRING) {
-      for (; n < s.length; n++) {
-        const c = s.charCodeAt(n);
-        if (c > 0x7f) break;
-        b[at + n] = c;
-      }
-    }
-    if (n < s.length) n = b.write(s, at, "utf8");
-    b.writeUInt32LE(n, this.off);
+    for (let i = 0; i < pad; i++) b[off++] = 0;
+    this.off = off;
+    const at = off + 4;
+    // The runtime encodes: in the first calls after start, a loop over the characters
+    // runs in the interpreter at some 30 ns a character, the runtime's call costs
+    // about 60 ns for a whole short string (and no more once compiled).
+    const n = b.write(s, at, "utf8");
+    b.writeUInt32LE(n, off);
     b[at + n] = 0;
     this.off = at + n + 1;
   }
@@ -148,8 +143,9 @@ class Writer {
     this.ensure(s.length + 2);
     const b = this.buf;
     b[this.off] = s.length;
-    // Each character as its byte, as a latin1 write would (a signature is ASCII).
-    for (let i = 0; i < s.length; i++) b[this.off + 1 + i] = s.charCodeAt(i);
+    // A signature is ASCII: each character is its byte. Most are one letter.
+    if (s.length === 1) b[this.off + 1] = s.charCodeAt(0);
+    else b.write(s, this.off + 1, "latin1");
     b[this.off + 1 + s.length] = 0;
     this.off += s.length + 2;
   }
@@ -250,11 +246,30 @@ function variantsWithStructs(values: unknown[]): boolean {
 const w = new Writer();
 const wb = new Writer();
 
-function field(code: number, t: string, v: string | number) {
-  w.align(8);
-  w.u8(code);
-  w.sig(t);
-  w.basic(t, v, []);
+/**
+ * One header field: aligned to 8 (zeros), its code, its variant's one-letter
+ * signature, its value (a string, object path or signature, or the `u` of a serial or
+ * fd count, aligned already: 8k + 4). Written byte by byte, as the fixed header in
+ * encode: a message's header is a dozen small steps, and in the first calls after
+ * start each step that is a call costs (the interpreter) and counts toward the
+ * optimizing tier, whose first compile stalls a call (docs/performance.md).
+ */
+function field(code: number, t: "s" | "o" | "g" | "u", v: string | number) {
+  let off = w.off;
+  const pad = -off & 7;
+  w.ensure(pad + 8);
+  const b = w.buf;
+  for (let i = 0; i < pad; i++) b[off++] = 0;
+  b[off] = code;
+  b[off + 1] = 1;
+  b[off + 2] = t.charCodeAt(0);
+  b[off + 3] = 0;
+  w.off = off + 4;
+  if (t === "u") {
+    b.writeUInt32LE(Number(v) >>> 0, off + 4);
+    w.off = off + 8;
+  } else if (t === "g") w.sig(String(v));
+  else w.str(String(v));
 }
 
 /** Encodes a message: the bytes and the fds that travel with them. */
@@ -279,16 +294,19 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
   }
   const body = structBody ?? wb.buf;
   const bodyLen = structBody ? structBody.length : wb.off;
+  // The fixed header: 'l' (little-endian), type, flags, version 1, body length,
+  // serial, and the fields' length (written once they are). The scratch writer is
+  // never smaller than its first 4096 bytes.
   w.reset();
-  w.u8(0x6c); // 'l'
-  w.u8(m.type);
-  w.u8(m.flags ?? 0);
-  w.u8(1);
-  w.u32(bodyLen);
-  w.u32(serial);
-  const lenAt = w.off;
-  w.u32(0);
-  const start = w.off;
+  const h = w.buf;
+  h[0] = 0x6c;
+  h[1] = m.type;
+  h[2] = m.flags ?? 0;
+  h[3] = 1;
+  h.writeUInt32LE(bodyLen >>> 0, 4);
+  h.writeUInt32LE(serial >>> 0, 8);
+  const lenAt = 12;
+  const start = (w.off = 16);
   if (m.path !== undefined) field(FIELD.path, "o", m.path);
   if (m.interface !== undefined) field(FIELD.interface, "s", m.interface);
   if (m.member !== undefined) field(FIELD.member, "s", m.member);
@@ -310,18 +328,20 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
 
 // ---- reading ------------------------------------------------------------------
 
-/** The header strings decoded last, one per slot (Reader.headerStr). */
+/** The header strings decoded last, one per slot, and their bytes (Reader.headerStr). */
 const HEADER_SLOTS = 64;
 const headerStrings: (string | undefined)[] = new Array(HEADER_SLOTS).fill(undefined);
+const headerBytes: (Buffer | undefined)[] = new Array(HEADER_SLOTS).fill(undefined);
+const truncated = () => new Error("D-Bus message truncated");
 
 class Reader {
   pos = 0;
   constructor(readonly buf: Buffer, readonly le: boolean) {}
   align(a: number) {
-    this.pos = Math.ceil(this.pos / a) * a;
+    this.pos = (this.pos + a - 1) & -a;
   }
   need(n: number) {
-    if (this.pos + n > this.buf.length) throw new Error("D-Bus message truncated");
+    if (this.pos + n > this.buf.length) throw truncated();
   }
   u8() {
     this.need(1);
@@ -334,12 +354,21 @@ class Reader {
     this.pos += 4;
     return v;
   }
+  /** A string's length (aligned to 4, its bytes and nul there); pos is left at its first byte. */
+  strLen() {
+    const b = this.buf;
+    const at = (this.pos + 3) & -4;
+    if (at + 4 > b.length) throw truncated();
+    const n = this.le ? b.readUInt32LE(at) : b.readUInt32BE(at);
+    this.pos = at + 4;
+    if (at + 4 + n + 1 > b.length) throw truncated();
+    return n;
+  }
   str() {
-    const n = this.u32();
-    this.need(n + 1);
-    const s = this.buf.toString("utf8", this.pos, this.pos + n);
-    this.pos += n + 1;
-    return s;
+    const n = this.strLen();
+    const p = this.pos;
+    this.pos = p + n + 1;
+    return this.buf.toString("utf8", p, p + n);
   }
   sig() {
     const n = this.u8();
@@ -353,27 +382,24 @@ class Reader {
   /**
    * A header field's string. The same few names (path, interface, member, the peers)
    * come in message after message, so the one decoded last in the string's slot is
-   * handed back when the bytes are its own, instead of a new string decoded (a call
-   * into the runtime each: docs/performance.md, warm calls).
+   * handed back when its bytes are these, instead of a new string decoded and kept
+   * (docs/performance.md, warm calls). The bytes are compared by the runtime: a loop
+   * over them runs in the interpreter in the first calls after start, some 25 times
+   * slower.
    */
   headerStr(code: number) {
-    const n = this.u32();
-    this.need(n + 1);
+    const n = this.strLen();
     const b = this.buf;
     const p = this.pos;
     this.pos += n + 1;
     if (n === 0) return "";
     const slot = (code * 31 + n * 7 + b[p]! + b[p + n - 1]! * 3 + b[p + (n >> 1)]! * 5) & (HEADER_SLOTS - 1);
-    const last = headerStrings[slot];
-    if (last !== undefined && last.length === n) {
-      let i = 0;
-      while (i < n && last.charCodeAt(i) === b[p + i]) i++;
-      if (i === n) return last;
-    }
+    const last = headerBytes[slot];
+    if (last !== undefined && last.length === n && b.compare(last, 0, n, p, p + n) === 0) return headerStrings[slot]!;
     const s = b.toString("utf8", p, p + n);
-    // Kept only when each byte is one character (ASCII; an invalid byte becomes U+FFFD,
-    // which no byte equals): so a string handed back is always what its bytes decode to.
-    if (s.length === n) headerStrings[slot] = s;
+    // The same bytes always decode to the same string (invalid UTF-8 included).
+    headerStrings[slot] = s;
+    headerBytes[slot] = Buffer.from(b.subarray(p, p + n));
     return s;
   }
   basic(t: string, fds: number[]): any {
@@ -488,23 +514,35 @@ export function decodeHeader(buf: Buffer): Message {
 
 /** Decodes a whole message; takeFds hands over the fds its UNIX_FDS field counts. */
 export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly = false): Message {
+  // The fixed header (byte order, type, flags, version, body length, serial, fields'
+  // length) and each field's code and one-letter signature are read here byte by
+  // byte, as encode writes them (field()).
   const le = buf[0] === 0x6c;
-  const r = new Reader(buf, le);
-  r.pos = 1;
-  const type = r.u8();
-  const flags = r.u8();
-  r.u8(); // protocol version
-  r.pos = 8;
-  const serial = r.u32();
-  const fieldsLen = r.u32();
+  if (buf.length < 16) throw truncated();
+  const type = buf[1]!;
+  const flags = buf[2]!;
+  const serial = le ? buf.readUInt32LE(8) : buf.readUInt32BE(8);
+  const fieldsLen = le ? buf.readUInt32LE(12) : buf.readUInt32BE(12);
   const end = 16 + fieldsLen;
+  const r = new Reader(buf, le);
+  r.pos = 16;
   const m: Message = { type, flags, serial, signature: "", body: [], fds: [] };
   let nfds = 0;
   while (r.pos < end) {
-    r.align(8);
-    if (r.pos >= end) break;
-    const code = r.u8();
-    const t = r.sig();
+    const p = (r.pos + 7) & -8;
+    r.pos = p;
+    if (p >= end) break;
+    if (p + 2 > buf.length) throw truncated();
+    const code = buf[p]!;
+    let t: string;
+    if (buf[p + 1] === 1) {
+      if (p + 4 > buf.length) throw truncated();
+      t = String.fromCharCode(buf[p + 2]!);
+      r.pos = p + 4;
+    } else {
+      r.pos = p + 1;
+      t = r.sig();
+    }
     const v = t === "s" || t === "o" ? r.headerStr(code) : r.basic(t, []);
     switch (code) {
       case FIELD.path: m.path = v; break;

@@ -15,6 +15,7 @@ import { describeInvalid, FdReply, invalidAnswer, schemaOf, type Caller, type Me
 import { allowed, describeRule, type AccessRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
 import { noteCall } from "../core/engine";
+import { PARSE_OPTIONS } from "../core/config";
 import { TopicCatalog } from "../core/topics";
 import { logger, Throttle, type Logger } from "../core/log";
 import { libc } from "../ffi/libc";
@@ -512,7 +513,7 @@ export class BusServer {
 
   /** The request as its schema makes it; else the failure: the tables' row for the invalid value, or the service's badRequest. */
   private validate({ h, method, spec }: Dispatch, payload: Json): { data: unknown } | { response: Json } {
-    const parsed = schemaOf(spec, "request").safeParse(payload);
+    const parsed = schemaOf(spec, "request").safeParse(payload, PARSE_OPTIONS);
     if (parsed.success) return { data: parsed.data };
     const { invalid, problem } = describeInvalid(method, payload, parsed.error);
     return { response: { returnValue: false, ...(invalidAnswer(h.spec, method, invalid) ?? h.spec.badRequest(method, problem)) } };
@@ -585,7 +586,7 @@ export class BusServer {
     }
     const json = response instanceof FdReply ? response.response : response;
     if (this.checkResponses) {
-      const r = schemaOf(spec, "response").safeParse(json);
+      const r = schemaOf(spec, "response").safeParse(json, PARSE_OPTIONS);
       if (!r.success) {
         this.log.error({ service: h.spec.name, method, response: json, problem: z.prettifyError(r.error) }, "response does not match its schema");
         subscription?.finish();

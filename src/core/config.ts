@@ -8,12 +8,16 @@ import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 
 /**
- * Parse options for what is read once (a board recipe, a configuration file, an app
- * descriptor): zod's compiled fast path for an object schema costs more to generate
- * than one parse gains (exec to all ten names owned took about 25 ms longer with it),
- * so these parse without it. Payloads, parsed on every call, keep it.
+ * The options of every zod parse in the product: zod's compiled fast path for an
+ * object schema (code generated with `new Function` at the schema's first parse) is
+ * not used. For what is read once (a board recipe, a configuration file, an app
+ * descriptor) generating it costs more than one parse gains (exec to all ten names
+ * owned took about 25 ms longer with it). For a method's payload it was generated at
+ * the method's first call after start: about 0.9 ms of that call, in the interpreter
+ * the first calls run in; the parse without it costs about 1-2 us more in those calls
+ * and 0.04 us more once compiled (docs/performance.md, the cold path).
  */
-export const PARSE_ONCE = { jitless: true } as const;
+export const PARSE_OPTIONS = { jitless: true } as const;
 
 // Shared option types: a service's options schema is built at each start (and is
 // garbage once the options are read), in the interpreter, so what it costs is the
@@ -146,7 +150,7 @@ export function configFromText<S extends z.ZodObject<any>>(
   const merged: Record<string, unknown> = { ...section };
   for (const [k, e] of fromFile) merged[k] = e.value;
   for (;;) {
-    const r = src.schema.safeParse(merged, PARSE_ONCE);
+    const r = src.schema.safeParse(merged, PARSE_OPTIONS);
     if (r.success) return { config: r.data, problems: problems.sort((a, b) => lineOf(a) - lineOf(b)) };
     const issue = r.error.issues[0]!;
     const key = String(issue.path[0] ?? "");

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPrivateBus, type PrivateBus } from "../../src/bus/daemon";
 import { BusClient } from "../../src/bus/client";
-import { jsonDepth, parsePayload, stringifyJson, PAYLOAD_LIMITS } from "../../src/bus/json";
+import { jsonDepth, nestsDeeper, parsePayload, stringifyJson, PAYLOAD_LIMITS } from "../../src/bus/json";
 import { spawnScript, eventually, BINARY } from "../helpers/harness";
 
 let bus: PrivateBus;
@@ -42,6 +42,17 @@ test("depth is measured in one pass that skips strings and stops past the limit"
   expect(parsePayload("[".repeat(65) + "]".repeat(65))).toEqual({ problem: { kind: "limits", message: "payload nests deeper than 64 levels" } });
   expect(parsePayload("[".repeat(64) + "]".repeat(64))).toHaveProperty("value");
   expect(parsePayload("")).toEqual({ value: {} });
+});
+
+test("a text with no more brackets than the limit is not scanned; one with more is, strings skipped", () => {
+  expect(nestsDeeper('{"a":[1,{"b":2}]}', 2)).toBe(true);
+  expect(nestsDeeper('{"a":[1,{"b":2}]}', 3)).toBe(false);
+  // More brackets than the limit, but inside a string or side by side: shallow.
+  expect(nestsDeeper(JSON.stringify({ m: "[{".repeat(100) }), 64)).toBe(false);
+  expect(nestsDeeper(JSON.stringify({ a: Array.from({ length: 100 }, () => []) }), 64)).toBe(false);
+  expect(nestsDeeper("[".repeat(65) + "]".repeat(65), 64)).toBe(true);
+  expect(nestsDeeper("{".repeat(33) + "[".repeat(32), 64)).toBe(true);
+  expect(nestsDeeper("{".repeat(32) + "[".repeat(32), 64)).toBe(false);
 });
 
 test("noncharacters are written as escapes", () => {

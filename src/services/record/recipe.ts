@@ -6,7 +6,7 @@
 // the service with the caller's rights and handed to the sink as an fd, never
 // parsed. docs/board-recipes.md, "record".
 import { z } from "zod";
-import { PARSE_ONCE } from "../../core/config";
+import { PARSE_OPTIONS } from "../../core/config";
 import type { Board } from "../../core/board";
 import type { StartRequest } from "./schemas";
 
@@ -76,13 +76,13 @@ export type Recipe = Omit<RecordSection, "encoders" | "formats"> & {
 export function readRecipe(board: Board): Recipe {
   const raw = (board as Record<string, unknown>).record ?? {};
   const section = recordSection();
-  const r = section.safeParse(raw, PARSE_ONCE);
+  const r = section.safeParse(raw, PARSE_OPTIONS);
   if (!r.success) throw new Error(`board ${board.name}: record section is invalid: ${z.prettifyError(r.error)}`);
   const up = <T>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.toUpperCase(), v]));
   return {
     ...r.data,
-    encoders: { ...up(section.shape.encoders.unwrap().parse(DEFAULT_ENCODERS, PARSE_ONCE)), ...up(r.data.encoders) },
-    formats: { ...up(section.shape.formats.unwrap().parse(DEFAULT_FORMATS, PARSE_ONCE)), ...up(r.data.formats) },
+    encoders: { ...up(section.shape.encoders.unwrap().parse(DEFAULT_ENCODERS, PARSE_OPTIONS)), ...up(r.data.encoders) },
+    formats: { ...up(section.shape.formats.unwrap().parse(DEFAULT_FORMATS, PARSE_OPTIONS)), ...up(r.data.formats) },
   };
 }
 

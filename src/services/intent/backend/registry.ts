@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import * as ino from "../../../ffi/inotify";
 import { z } from "zod";
-import { PARSE_ONCE } from "../../../core/config";
+import { PARSE_OPTIONS } from "../../../core/config";
 import type { Logger } from "../../../core/log";
 import { once } from "../../../core/service";
 import { IntentFilter } from "../schemas";
@@ -201,7 +201,7 @@ export class HandlerRegistry {
       this.log.error({ file, err: (e as Error).message }, "application descriptor is not valid JSON; skipped");
       return undefined;
     }
-    const r = Descriptor().safeParse(data, PARSE_ONCE);
+    const r = Descriptor().safeParse(data, PARSE_OPTIONS);
     if (!r.success) {
       this.log.error({ file, problem: z.prettifyError(r.error) }, "application descriptor is invalid; skipped");
       return undefined;
