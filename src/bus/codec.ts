@@ -79,7 +79,10 @@ export interface Message {
 
 export type Outgoing = Omit<Message, "serial" | "fds" | "flags" | "signature" | "body"> & { flags?: number; fds?: number[]; signature?: string; body?: any[] };
 
-const FIELD = { path: 1, interface: 2, member: 3, errorName: 4, replySerial: 5, destination: 6, sender: 7, signature: 8, unixFds: 9 } as const;
+// Header field codes (the specification's HEADER_FIELD_*). Constants, not an object's
+// properties: the build writes their values in place, where each property read would
+// be a step of every message in the first calls after start.
+const F_PATH = 1, F_INTERFACE = 2, F_MEMBER = 3, F_ERROR_NAME = 4, F_REPLY_SERIAL = 5, F_DESTINATION = 6, F_SENDER = 7, F_SIGNATURE = 8, F_UNIX_FDS = 9;
 const BASIC = /^[sogybnqiuxtdh]*$/;
 
 // ---- writing ------------------------------------------------------------------
@@ -89,15 +92,18 @@ interface Writer {
 }
 class Writer {
   buf = Buffer.allocUnsafe(4096);
+  /** buf.length, kept: a typed array's length is a slow property in the interpreter. */
+  cap = 4096;
   off = 0;
   reset() {
     this.off = 0;
   }
   ensure(n: number) {
-    if (this.off + n <= this.buf.length) return;
-    const b = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.off + n + 1024));
+    if (this.off + n <= this.cap) return;
+    const b = Buffer.allocUnsafe(Math.max(this.cap * 2, this.off + n + 1024));
     this.buf.copy(b, 0, 0, this.off);
     this.buf = b;
+    this.cap = b.length;
   }
   align(a: number) {
     let pad = -this.off & (a - 1);
@@ -247,34 +253,25 @@ const w = new Writer();
 const wb = new Writer();
 
 /**
- * One header field: aligned to 8 (zeros), its code, its variant's one-letter
- * signature, its value (a string, object path or signature, or the `u` of a serial or
- * fd count, aligned already: 8k + 4). Written byte by byte, as the fixed header in
- * encode: a message's header is a dozen small steps, and in the first calls after
- * start each step that is a call costs (the interpreter) and counts toward the
- * optimizing tier, whose first compile stalls a call (docs/performance.md).
+ * The header fields encode writes, in this order: code, the variant's one-letter
+ * signature, and where the value comes from (the message's property; the signature
+ * and the fd count are encode's own).
  */
-function field(code: number, t: "s" | "o" | "g" | "u", v: string | number) {
-  let off = w.off;
-  const pad = -off & 7;
-  w.ensure(pad + 8);
-  const b = w.buf;
-  for (let i = 0; i < pad; i++) b[off++] = 0;
-  b[off] = code;
-  b[off + 1] = 1;
-  b[off + 2] = t.charCodeAt(0);
-  b[off + 3] = 0;
-  w.off = off + 4;
-  if (t === "u") {
-    b.writeUInt32LE(Number(v) >>> 0, off + 4);
-    w.off = off + 8;
-  } else if (t === "g") w.sig(String(v));
-  else w.str(String(v));
-}
+const HEADER_FIELDS: readonly { code: number; t: "o" | "s" | "u" | "g"; key: keyof Outgoing | "" }[] = [
+  { code: F_PATH, t: "o", key: "path" },
+  { code: F_INTERFACE, t: "s", key: "interface" },
+  { code: F_MEMBER, t: "s", key: "member" },
+  { code: F_ERROR_NAME, t: "s", key: "errorName" },
+  { code: F_REPLY_SERIAL, t: "u", key: "replySerial" },
+  { code: F_DESTINATION, t: "s", key: "destination" },
+  { code: F_SENDER, t: "s", key: "sender" },
+  { code: F_SIGNATURE, t: "g", key: "" },
+  { code: F_UNIX_FDS, t: "u", key: "" },
+];
 
 /** Encodes a message: the bytes and the fds that travel with them. */
 export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number[] } {
-  const fds = [...(m.fds ?? [])];
+  const fds = m.fds ? m.fds.slice() : [];
   const sig = m.signature ?? "";
   // Body first, into its scratch writer, so its length and fd count are known; then
   // the header into the other, and both copied once into the message.
@@ -305,18 +302,49 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
   h[3] = 1;
   h.writeUInt32LE(bodyLen >>> 0, 4);
   h.writeUInt32LE(serial >>> 0, 8);
-  const lenAt = 12;
-  const start = (w.off = 16);
-  if (m.path !== undefined) field(FIELD.path, "o", m.path);
-  if (m.interface !== undefined) field(FIELD.interface, "s", m.interface);
-  if (m.member !== undefined) field(FIELD.member, "s", m.member);
-  if (m.errorName !== undefined) field(FIELD.errorName, "s", m.errorName);
-  if (m.replySerial !== undefined) field(FIELD.replySerial, "u", m.replySerial);
-  if (m.destination !== undefined) field(FIELD.destination, "s", m.destination);
-  if (m.sender !== undefined) field(FIELD.sender, "s", m.sender);
-  if (sig) field(FIELD.signature, "g", sig);
-  if (fds.length) field(FIELD.unixFds, "u", fds.length);
-  w.buf.writeUInt32LE(w.off - start, lenAt);
+  // The fields, each aligned to 8 (zeros): its code, its variant's one-letter
+  // signature, its value (a string or object path, a signature, or a `u`, aligned
+  // already at 8k + 4). Written in place in one loop, not a call each: in the first
+  // calls after start the code runs in the interpreter, where each call is a cost and
+  // counts toward the tier-up whose compile stalls a call (docs/performance.md, the
+  // cold path); strings are encoded by the runtime, some 25 times faster there than
+  // a loop over their characters.
+  let b = h;
+  let off = 16;
+  for (let i = 0; i < HEADER_FIELDS.length; i++) {
+    const f = HEADER_FIELDS[i]!;
+    const v = f.code === F_SIGNATURE ? sig || undefined : f.code === F_UNIX_FDS ? fds.length || undefined : m[f.key as keyof Outgoing];
+    if (v === undefined) continue;
+    const str = f.t === "u" ? "" : String(v);
+    // Room for the padding, code and signature, a length, 3 bytes a character, a nul.
+    if (off + 16 + 3 * str.length > w.cap) {
+      w.off = off;
+      w.ensure(16 + 3 * str.length);
+      b = w.buf;
+    }
+    while (off & 7) b[off++] = 0;
+    b[off] = f.code;
+    b[off + 1] = 1;
+    b[off + 2] = f.t.charCodeAt(0);
+    b[off + 3] = 0;
+    off += 4;
+    if (f.t === "u") {
+      b.writeUInt32LE(Number(v) >>> 0, off);
+      off += 4;
+    } else if (f.t === "g") {
+      b[off] = str.length;
+      b.write(str, off + 1, "latin1");
+      b[off + 1 + str.length] = 0;
+      off += str.length + 2;
+    } else {
+      const n = b.write(str, off + 4, "utf8");
+      b.writeUInt32LE(n, off);
+      b[off + 4 + n] = 0;
+      off += 4 + n + 1;
+    }
+  }
+  b.writeUInt32LE(off - 16, 12);
+  w.off = off;
   w.align(8);
   const total = w.off + bodyLen;
   if (total > MAX_MESSAGE) throw new Error(`message of ${total} bytes is over the D-Bus limit`);
@@ -328,20 +356,32 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
 
 // ---- reading ------------------------------------------------------------------
 
-/** The header strings decoded last, one per slot, and their bytes (Reader.headerStr). */
-const HEADER_SLOTS = 64;
+/**
+ * The header strings decoded last, one per slot, and their bytes (decode):
+ * eight slots for each field code (code & 15), so a message's own fields (its path,
+ * interface, member, destination, sender) never take each other's slot.
+ */
+const HEADER_SLOTS = 128;
 const headerStrings: (string | undefined)[] = new Array(HEADER_SLOTS).fill(undefined);
 const headerBytes: (Buffer | undefined)[] = new Array(HEADER_SLOTS).fill(undefined);
+const headerLengths = new Int32Array(HEADER_SLOTS).fill(-1);
 const truncated = () => new Error("D-Bus message truncated");
 
 class Reader {
   pos = 0;
-  constructor(readonly buf: Buffer, readonly le: boolean) {}
+  /**
+   * buf.length, read once: a typed array's length is a slow property in the
+   * interpreter the first calls after start run in (about 0.2 us a read).
+   */
+  readonly len: number;
+  constructor(readonly buf: Buffer, readonly le: boolean) {
+    this.len = buf.length;
+  }
   align(a: number) {
     this.pos = (this.pos + a - 1) & -a;
   }
   need(n: number) {
-    if (this.pos + n > this.buf.length) throw truncated();
+    if (this.pos + n > this.len) throw truncated();
   }
   u8() {
     this.need(1);
@@ -358,10 +398,10 @@ class Reader {
   strLen() {
     const b = this.buf;
     const at = (this.pos + 3) & -4;
-    if (at + 4 > b.length) throw truncated();
+    if (at + 4 > this.len) throw truncated();
     const n = this.le ? b.readUInt32LE(at) : b.readUInt32BE(at);
     this.pos = at + 4;
-    if (at + 4 + n + 1 > b.length) throw truncated();
+    if (at + 4 + n + 1 > this.len) throw truncated();
     return n;
   }
   str() {
@@ -377,29 +417,6 @@ class Reader {
     // engine keeps every one-character string, so nothing is decoded or made.
     const s = n === 1 ? String.fromCharCode(this.buf[this.pos]!) : this.buf.toString("latin1", this.pos, this.pos + n);
     this.pos += n + 1;
-    return s;
-  }
-  /**
-   * A header field's string. The same few names (path, interface, member, the peers)
-   * come in message after message, so the one decoded last in the string's slot is
-   * handed back when its bytes are these, instead of a new string decoded and kept
-   * (docs/performance.md, warm calls). The bytes are compared by the runtime: a loop
-   * over them runs in the interpreter in the first calls after start, some 25 times
-   * slower.
-   */
-  headerStr(code: number) {
-    const n = this.strLen();
-    const b = this.buf;
-    const p = this.pos;
-    this.pos += n + 1;
-    if (n === 0) return "";
-    const slot = (code * 31 + n * 7 + b[p]! + b[p + n - 1]! * 3 + b[p + (n >> 1)]! * 5) & (HEADER_SLOTS - 1);
-    const last = headerBytes[slot];
-    if (last !== undefined && last.length === n && b.compare(last, 0, n, p, p + n) === 0) return headerStrings[slot]!;
-    const s = b.toString("utf8", p, p + n);
-    // The same bytes always decode to the same string (invalid UTF-8 included).
-    headerStrings[slot] = s;
-    headerBytes[slot] = Buffer.from(b.subarray(p, p + n));
     return s;
   }
   basic(t: string, fds: number[]): any {
@@ -516,9 +533,10 @@ export function decodeHeader(buf: Buffer): Message {
 export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly = false): Message {
   // The fixed header (byte order, type, flags, version, body length, serial, fields'
   // length) and each field's code and one-letter signature are read here byte by
-  // byte, as encode writes them (field()).
+  // byte, as encode writes them.
   const le = buf[0] === 0x6c;
-  if (buf.length < 16) throw truncated();
+  const len = buf.length;
+  if (len < 16) throw truncated();
   const type = buf[1]!;
   const flags = buf[2]!;
   const serial = le ? buf.readUInt32LE(8) : buf.readUInt32BE(8);
@@ -532,28 +550,53 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly
     const p = (r.pos + 7) & -8;
     r.pos = p;
     if (p >= end) break;
-    if (p + 2 > buf.length) throw truncated();
+    if (p + 2 > len) throw truncated();
     const code = buf[p]!;
     let t: string;
     if (buf[p + 1] === 1) {
-      if (p + 4 > buf.length) throw truncated();
+      if (p + 4 > len) throw truncated();
       t = String.fromCharCode(buf[p + 2]!);
       r.pos = p + 4;
     } else {
       r.pos = p + 1;
       t = r.sig();
     }
-    const v = t === "s" || t === "o" ? r.headerStr(code) : r.basic(t, []);
+    let v: any;
+    if (t === "s" || t === "o") {
+      // A string, read here and not by a call (as encode writes it, above). The same
+      // few names (path, interface, member, the peers) come in message after message,
+      // so the one decoded last in the string's slot is handed back when its bytes are
+      // these, instead of a new string decoded and kept (docs/performance.md, warm
+      // calls); the runtime compares them.
+      const at = (r.pos + 3) & -4;
+      if (at + 4 > len) throw truncated();
+      const n = le ? buf.readUInt32LE(at) : buf.readUInt32BE(at);
+      const q = at + 4;
+      if (q + n + 1 > len) throw truncated();
+      r.pos = q + n + 1;
+      if (n === 0) v = "";
+      else {
+        const slot = ((code & 15) << 3) | ((n * 7 + buf[q]! + buf[q + n - 1]! * 3 + buf[q + (n >> 1)]! * 5) & 7);
+        if (headerLengths[slot] === n && buf.compare(headerBytes[slot]!, 0, n, q, q + n) === 0) v = headerStrings[slot]!;
+        else {
+          v = buf.toString("utf8", q, q + n);
+          // The same bytes always decode to the same string (invalid UTF-8 included).
+          headerStrings[slot] = v;
+          headerBytes[slot] = Buffer.from(buf.subarray(q, q + n));
+          headerLengths[slot] = n;
+        }
+      }
+    } else v = r.basic(t, []);
     switch (code) {
-      case FIELD.path: m.path = v; break;
-      case FIELD.interface: m.interface = v; break;
-      case FIELD.member: m.member = v; break;
-      case FIELD.errorName: m.errorName = v; break;
-      case FIELD.replySerial: m.replySerial = v; break;
-      case FIELD.destination: m.destination = v; break;
-      case FIELD.sender: m.sender = v; break;
-      case FIELD.signature: m.signature = v; break;
-      case FIELD.unixFds: nfds = v; break;
+      case F_PATH: m.path = v; break;
+      case F_INTERFACE: m.interface = v; break;
+      case F_MEMBER: m.member = v; break;
+      case F_ERROR_NAME: m.errorName = v; break;
+      case F_REPLY_SERIAL: m.replySerial = v; break;
+      case F_DESTINATION: m.destination = v; break;
+      case F_SENDER: m.sender = v; break;
+      case F_SIGNATURE: m.signature = v; break;
+      case F_UNIX_FDS: nfds = v; break;
     }
   }
   m.fds = nfds ? takeFds(nfds) : [];
