@@ -252,22 +252,8 @@ function variantsWithStructs(values: unknown[]): boolean {
 const w = new Writer();
 const wb = new Writer();
 
-/**
- * The header fields encode writes, in this order: code, the variant's one-letter
- * signature, and where the value comes from (the message's property; the signature
- * and the fd count are encode's own).
- */
-const HEADER_FIELDS: readonly { code: number; t: "o" | "s" | "u" | "g"; key: keyof Outgoing | "" }[] = [
-  { code: F_PATH, t: "o", key: "path" },
-  { code: F_INTERFACE, t: "s", key: "interface" },
-  { code: F_MEMBER, t: "s", key: "member" },
-  { code: F_ERROR_NAME, t: "s", key: "errorName" },
-  { code: F_REPLY_SERIAL, t: "u", key: "replySerial" },
-  { code: F_DESTINATION, t: "s", key: "destination" },
-  { code: F_SENDER, t: "s", key: "sender" },
-  { code: F_SIGNATURE, t: "g", key: "" },
-  { code: F_UNIX_FDS, t: "u", key: "" },
-];
+/** The variant type of header fields 1-9 (path, interface, member, error name, reply serial, destination, sender, signature, fd count). */
+const FIELD_TYPES = "osssussgu";
 
 /** Encodes a message: the bytes and the fds that travel with them. */
 export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number[] } {
@@ -311,11 +297,13 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
   // a loop over their characters.
   let b = h;
   let off = 16;
-  for (let i = 0; i < HEADER_FIELDS.length; i++) {
-    const f = HEADER_FIELDS[i]!;
-    const v = f.code === F_SIGNATURE ? sig || undefined : f.code === F_UNIX_FDS ? fds.length || undefined : m[f.key as keyof Outgoing];
+  // Field i + 1's value (codes 1-9 in order), undefined when the message has none.
+  const values = [m.path, m.interface, m.member, m.errorName, m.replySerial, m.destination, m.sender, sig || undefined, fds.length || undefined];
+  for (let i = 0; i < 9; i++) {
+    const v = values[i];
     if (v === undefined) continue;
-    const str = f.t === "u" ? "" : String(v);
+    const t = FIELD_TYPES.charCodeAt(i);
+    const str = t === 0x75 /* u */ ? "" : String(v);
     // Room for the padding, code and signature, a length, 3 bytes a character, a nul.
     if (off + 16 + 3 * str.length > w.cap) {
       w.off = off;
@@ -323,15 +311,15 @@ export function encode(m: Outgoing, serial: number): { data: Buffer; fds: number
       b = w.buf;
     }
     while (off & 7) b[off++] = 0;
-    b[off] = f.code;
+    b[off] = i + 1;
     b[off + 1] = 1;
-    b[off + 2] = f.t.charCodeAt(0);
+    b[off + 2] = t;
     b[off + 3] = 0;
     off += 4;
-    if (f.t === "u") {
+    if (t === 0x75 /* u */) {
       b.writeUInt32LE(Number(v) >>> 0, off);
       off += 4;
-    } else if (f.t === "g") {
+    } else if (t === 0x67 /* g */) {
       b[off] = str.length;
       b.write(str, off + 1, "latin1");
       b[off + 1 + str.length] = 0;
@@ -509,11 +497,11 @@ Reader.prototype.value = function (this: Reader, node: TypeNode, fds: number[]):
 };
 
 /**
- * Length of the message at the start of buf, or 0 when fewer than 16 bytes are
- * there to tell. Throws on a header no peer may send.
+ * Length of the message at off in buf (size: buf's length, when the caller has it), or
+ * 0 when fewer than 16 bytes are there to tell. Throws on a header no peer may send.
  */
-export function messageLength(buf: Buffer, off = 0): number {
-  if (buf.length - off < 16) return 0;
+export function messageLength(buf: Buffer, off = 0, size = buf.length): number {
+  if (size - off < 16) return 0;
   const le = buf[off] === 0x6c;
   if (!le && buf[off] !== 0x42) throw new Error("D-Bus message with an unknown byte order");
   const bodyLen = le ? buf.readUInt32LE(off + 4) : buf.readUInt32BE(off + 4);
@@ -552,17 +540,20 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly
     if (p >= end) break;
     if (p + 2 > len) throw truncated();
     const code = buf[p]!;
-    let t: string;
+    // The variant's signature: one letter (its byte, tc) for every field the
+    // specification knows; anything else is read as a signature.
+    let tc = 0;
+    let t = "";
     if (buf[p + 1] === 1) {
       if (p + 4 > len) throw truncated();
-      t = String.fromCharCode(buf[p + 2]!);
+      tc = buf[p + 2]!;
       r.pos = p + 4;
     } else {
       r.pos = p + 1;
       t = r.sig();
     }
     let v: any;
-    if (t === "s" || t === "o") {
+    if (tc === 0x73 /* s */ || tc === 0x6f /* o */) {
       // A string, read here and not by a call (as encode writes it, above). The same
       // few names (path, interface, member, the peers) come in message after message,
       // so the one decoded last in the string's slot is handed back when its bytes are
@@ -576,7 +567,7 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly
       r.pos = q + n + 1;
       if (n === 0) v = "";
       else {
-        const slot = ((code & 15) << 3) | ((n * 7 + buf[q]! + buf[q + n - 1]! * 3 + buf[q + (n >> 1)]! * 5) & 7);
+        const slot = ((code & 15) << 3) | ((n + buf[q + n - 1]!) & 7);
         if (headerLengths[slot] === n && buf.compare(headerBytes[slot]!, 0, n, q, q + n) === 0) v = headerStrings[slot]!;
         else {
           v = buf.toString("utf8", q, q + n);
@@ -586,7 +577,7 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly
           headerLengths[slot] = n;
         }
       }
-    } else v = r.basic(t, []);
+    } else v = r.basic(tc ? String.fromCharCode(tc) : t, []);
     switch (code) {
       case F_PATH: m.path = v; break;
       case F_INTERFACE: m.interface = v; break;

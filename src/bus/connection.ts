@@ -94,7 +94,8 @@ export class Connection {
   /** Largest message read whole; a larger one is delivered as its header with `oversized`. */
   private maxIncoming = MAX_MESSAGE;
   private fdq: number[] = [];
-  private out: { data: Buffer; fds: number[]; owned: boolean }[] = [];
+  /** Messages to send, each with its length (a Buffer's length is a slow property in the interpreter). */
+  private out: { data: Buffer; size: number; fds: number[]; owned: boolean }[] = [];
   /** Bytes queued since the last flush began. */
   private outBytes = 0;
   private outOff = 0;
@@ -291,8 +292,9 @@ export class Connection {
   // ---- writing ------------------------------------------------------------------
 
   private writeRaw(data: Buffer, fds: number[] = [], ownFds = false): void {
-    this.out.push({ data, fds, owned: ownFds });
-    this.outBytes += data.length;
+    const size = data.length;
+    this.out.push({ data, size, fds, owned: ownFds });
+    this.outBytes += size;
     if (this.outBytes >= EARLY_FLUSH && this.outOff === 0) {
       // A long run of messages in one tick (a change pushed to many subscribers):
       // what is made so far goes out now, so the daemon routes it while we make the rest.
@@ -302,30 +304,33 @@ export class Connection {
     if (!this.flushQueued) {
       this.flushQueued = true;
       // One write per tick: replies and signals made in the same tick go out together.
-      queueMicrotask(() => {
-        this.flushQueued = false;
-        this.flush();
-      });
+      queueMicrotask(this.queuedFlush);
     }
   }
+
+  private readonly queuedFlush = () => {
+    this.flushQueued = false;
+    this.flush();
+  };
 
   private flush(): void {
     this.outBytes = 0;
     while (this.out.length && !this.isClosed) {
       const head = this.out[0]!;
-      if (this.outOff === 0 && !head.fds.length && head.data.length < COALESCE && this.out.length > 1 && !this.out[1]!.fds.length) {
+      if (this.outOff === 0 && !head.fds.length && head.size < COALESCE && this.out.length > 1 && !this.out[1]!.fds.length) {
         // Coalesce the messages without fds that follow into one buffer, one sendmsg.
         // The head is under COALESCE and the next has no fds, so at least two merge:
         // the queue gets shorter on every pass (a head already that large is sent as
         // it is).
         let k = 1;
-        let size = head.data.length;
-        while (k < this.out.length && !this.out[k]!.fds.length && size < COALESCE) size += this.out[k++]!.data.length;
+        let size = head.size;
+        while (k < this.out.length && !this.out[k]!.fds.length && size < COALESCE) size += this.out[k++]!.size;
         const data = Buffer.concat(this.out.slice(0, k).map((e) => e.data), size);
-        this.out.splice(0, k, { data, fds: [], owned: false });
+        this.out.splice(0, k, { data, size, fds: [], owned: false });
       }
       const entry = this.out[0]!;
       const chunk = this.outOff ? entry.data.subarray(this.outOff) : entry.data;
+      const want = entry.size - this.outOff;
       let n: number;
       try {
         n = this.transmit(chunk, this.outOff ? [] : entry.fds);
@@ -344,7 +349,7 @@ export class Connection {
         for (const fd of entry.fds) libc.close(fd);
         entry.owned = false;
       }
-      if (n < chunk.length) {
+      if (n < want) {
         this.outOff += n;
         this.w?.want({ writable: true });
         return;
@@ -444,16 +449,19 @@ export class Connection {
   private parse(): void {
     let off = 0;
     const buf = this.inbuf;
+    // Read once: a Buffer's length is a slow property in the interpreter the first
+    // calls after start run in.
+    const size = buf.length;
     this.inbuf = EMPTY;
     this.need = 0;
     try {
       for (;;) {
-        const len = messageLength(buf, off);
+        const len = messageLength(buf, off, size);
         if (!len) break;
         if (len > this.maxIncoming) {
           // Read the header, drop the body as it comes, and tell the receiver.
           const headLen = Math.min(len, 16 + Math.ceil(buf.readUInt32LE(off + 12) / 8) * 8);
-          if (buf.length - off < headLen) {
+          if (size - off < headLen) {
             this.need = headLen; // counted from the start of what is kept
             break;
           }
@@ -461,7 +469,7 @@ export class Connection {
           m.oversized = len;
           for (const fd of this.takeFds(m.fds.length)) libc.close(fd);
           m.fds = [];
-          const have = Math.min(len, buf.length - off);
+          const have = Math.min(len, size - off);
           off += have;
           if (have < len) {
             this.skipping = { left: len - have, message: m };
@@ -471,11 +479,12 @@ export class Connection {
           if (this.isClosed) return;
           continue;
         }
-        if (buf.length - off < len) {
+        if (size - off < len) {
           this.need = len;
           break;
         }
-        const m = decode(buf.subarray(off, off + len), (n) => this.takeFds(n));
+        // Most reads hold one whole message: it is decoded as it came, with no view made.
+        const m = decode(off === 0 && len === size ? buf : buf.subarray(off, off + len), this.take);
         off += len;
         this.deliver(m);
         if (this.isClosed) return;
@@ -486,8 +495,11 @@ export class Connection {
       this.close();
       return;
     }
-    this.keep(off === buf.length ? EMPTY : Buffer.from(buf.subarray(off)));
+    this.keep(off === size ? EMPTY : Buffer.from(buf.subarray(off)));
   }
+
+  /** takeFds for decode, made once. */
+  private readonly take = (n: number) => this.takeFds(n);
 
   private takeFds(n: number): number[] {
     if (this.fdq.length < n) {
