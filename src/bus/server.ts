@@ -11,7 +11,7 @@ import { parsePayload, stringifyJson, PAYLOAD_LIMITS } from "./json";
 /** Largest method call the hosting connection reads whole (4 x the payload limit: a JSON string's UTF-8 on the wire, with its escapes). */
 export const maxRequestMessage = (payloadBytes: number) => 4 * payloadBytes;
 import { ServiceError, type Json } from "../core/errors";
-import { describeInvalid, FdReply, invalidAnswer, schemaOf, type Caller, type MethodSpec, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
+import { describeInvalid, FdReply, invalidAnswer, parseRequest, schemaOf, type Caller, type MethodSpec, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule, type AccessRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
 import { noteCall } from "../core/engine";
@@ -488,7 +488,7 @@ export class BusServer {
     const valid = this.validate(d, decoded.value);
     if ("response" in valid) return this.answer(d, valid.response, decoded.value);
     const may = this.authorize(d, valid.data);
-    if (isThenable(may)) return may.then((denied) => this.runAndAnswer(d, denied, decoded.value, valid.data));
+    if (may instanceof Promise) return may.then((denied) => this.runAndAnswer(d, denied, decoded.value, valid.data));
     return this.runAndAnswer(d, may, decoded.value, valid.data);
   }
 
@@ -519,7 +519,7 @@ export class BusServer {
 
   /** The request as its schema makes it; else the failure: the tables' row for the invalid value, or the service's badRequest. */
   private validate({ h, method, spec }: Dispatch, payload: Json): { data: unknown } | { response: Json } {
-    const parsed = schemaOf(spec, "request").safeParse(payload, PARSE_OPTIONS);
+    const parsed = parseRequest(spec, payload);
     if (parsed.success) return { data: parsed.data };
     const { invalid, problem } = describeInvalid(method, payload, parsed.error);
     return { response: { returnValue: false, ...(invalidAnswer(h.spec, method, invalid) ?? h.spec.badRequest(method, problem)) } };
@@ -528,12 +528,15 @@ export class BusServer {
   /**
    * The method's access rule (configuration's, else the table's): undefined when the
    * caller may call, else the refusal; a promise of either when the rule's test is one.
+   * (Told apart by value, not by a call: each call counts toward the tier-up whose
+   * compile stalls one of the first calls after start; docs/performance.md.)
    */
-  private authorize(d: Dispatch, data: unknown): PromiseLike<Json | undefined> | Json | undefined {
+  private authorize(d: Dispatch, data: unknown): Promise<Json | undefined> | Json | undefined {
     const rule = d.h.instance.access?.[d.method] ?? d.spec.access;
     const may = allowed(rule, d.caller, data);
-    if (isThenable(may)) return may.then((ok) => (ok ? undefined : this.refusal(d, rule)));
-    return may ? undefined : this.refusal(d, rule);
+    if (may === true) return undefined;
+    if (may === false) return this.refusal(d, rule);
+    return Promise.resolve(may).then((ok) => (ok ? undefined : this.refusal(d, rule)));
   }
 
   /** A caller refused by the method's access rule: logged (throttled), and the answer it gets. */

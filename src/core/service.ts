@@ -3,6 +3,8 @@
 // platform pieces it is created with (leases, topics, configuration, logging).
 // src/bus/ hosts these on D-Bus; services never import dbus-next.
 import { z } from "zod";
+import { ASK_ZOD, simpleParse, type SimpleParse } from "./simple-parse";
+import { PARSE_OPTIONS } from "./config";
 import { answer, rowForInvalid, type ErrorRow, type Invalid, type InvalidRows, type Json } from "./errors";
 import type { Logger } from "./log";
 import type { Board } from "./board";
@@ -65,13 +67,28 @@ export function once<T>(build: () => T): () => T {
   };
 }
 
-const built = new WeakMap<MethodSpec, { request?: z.ZodType; response?: z.ZodType }>();
+const built = new WeakMap<MethodSpec, { request?: z.ZodType; response?: z.ZodType; simple?: SimpleParse | null }>();
 
 /** A method's request or response schema, built on first use and kept. */
 export function schemaOf<M extends MethodSpec>(m: M, which: "request" | "response"): z.ZodType {
   let b = built.get(m);
   if (!b) built.set(m, (b = {}));
   return (b[which] ??= m[which]());
+}
+
+/**
+ * A request as the method's schema makes it: the schema's simple parse when it has
+ * one (src/core/simple-parse.ts) and it vouches for the input, else zod's.
+ */
+export function parseRequest(m: MethodSpec, payload: unknown): z.ZodSafeParseResult<unknown> {
+  const schema = schemaOf(m, "request");
+  const b = built.get(m)!;
+  if (b.simple === undefined) b.simple = simpleParse(schema) ?? null;
+  if (b.simple) {
+    const data = b.simple(payload);
+    if (data !== ASK_ZOD) return { success: true, data };
+  }
+  return schema.safeParse(payload, PARSE_OPTIONS);
 }
 
 /**
