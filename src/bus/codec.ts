@@ -4,6 +4,8 @@
 // struct goes through generic.ts (dbus-next), loaded only when one is first met: it
 // costs the process 11 MB of memory (docs/decisions.md, "The bus stack").
 
+import { withoutFTL } from "../core/engine";
+
 /** A variant value (`v`): its signature and value. */
 export class Variant<T = unknown> {
   constructor(readonly signature: string, readonly value: T) {}
@@ -607,3 +609,6 @@ export function decode(buf: Buffer, takeFds: (n: number) => number[], headerOnly
   }
   return m;
 }
+
+// The per-call path stops at the DFG tier (core/engine.ts, withoutFTL).
+withoutFTL(encode, decode, messageLength, Reader.prototype, Writer.prototype);

@@ -6,6 +6,7 @@
 import { connectUnix, trySend, shutdownSocket, Receiver } from "../ffi/socket";
 import { watch, setNonBlocking, type Watch } from "../ffi/loop";
 import { libc } from "../ffi/libc";
+import { withoutFTL } from "../core/engine";
 import { decode, decodeHeader, encode, messageLength, MAX_MESSAGE, METHOD_CALL, METHOD_RETURN, ERROR, SIGNAL, NO_REPLY_EXPECTED, type Message, type Outgoing } from "./codec";
 
 export type { Message, Outgoing } from "./codec";
@@ -572,3 +573,6 @@ export function connectBus(
 }
 
 export { NO_REPLY_EXPECTED as NO_REPLY };
+
+// The per-call path stops at the DFG tier (core/engine.ts, withoutFTL).
+withoutFTL(Connection.prototype);

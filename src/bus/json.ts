@@ -1,6 +1,8 @@
 // JSON on the wire (docs/bus.md): what the platform reads from callers is bounded
 // before it is parsed, and what it writes is valid for every D-Bus library.
 
+import { withoutFTL } from "../core/engine";
+
 /** Limits on a request payload, checked before JSON.parse (docs/decisions.md). */
 export const PAYLOAD_LIMITS = {
   /** Bytes of UTF-8 (measured as UTF-16 code units x 3 at most). */
@@ -83,3 +85,6 @@ export function stringifyJson(value: unknown): string {
 export function parseJson(text: string): any {
   return JSON.parse(text);
 }
+
+// The per-call path stops at the DFG tier (core/engine.ts, withoutFTL).
+withoutFTL(parsePayload, nestsDeeper, jsonDepth, stringifyJson);

@@ -14,7 +14,7 @@ import { ServiceError, type Json } from "../core/errors";
 import { describeInvalid, FdReply, invalidAnswer, parseRequest, schemaOf, type Caller, type MethodSpec, type ServiceInstance, type ServiceSpec, type Subscription } from "../core/service";
 import { allowed, describeRule, type AccessRule } from "../core/access";
 import { LeaseRegistry } from "../core/leases";
-import { noteCall } from "../core/engine";
+import { noteCall, withoutFTL } from "../core/engine";
 import { PARSE_OPTIONS } from "../core/config";
 import { TopicCatalog } from "../core/topics";
 import { logger, Throttle, type Logger } from "../core/log";
@@ -670,3 +670,6 @@ function machineId(): string {
   }
   return machineIdCache!;
 }
+
+// The per-call path stops at the DFG tier (core/engine.ts, withoutFTL).
+withoutFTL(BusServer.prototype);

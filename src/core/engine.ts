@@ -29,6 +29,30 @@ export const JIT_SETTLE_CALLS = 1000;
  */
 export const QUIET_COLLECT_MS = 20_000;
 
+/**
+ * Keeps functions, and the methods of prototypes, out of the JIT's top tier (FTL): they
+ * stop at its optimizing tier (DFG). The bus's per-call path (codec, connection,
+ * server, payload parse) is some 40 functions; FTL compiled them over the first
+ * 10,000-40,000 calls, about 200 ms of the JIT thread, which on two cores took that
+ * time from the calls themselves (service CPU a call over calls 2,200-42,200: 14.5 us
+ * with FTL, 10.8 without). Its code is some 12 % faster once compiled, which repays
+ * the compile after about 170,000 calls; a device's services answer bursts, and their
+ * first calls are the ones waited for (docs/performance.md, warm calls).
+ */
+export function withoutFTL(...owners: (Function | object)[]): void {
+  const { noFTL } = require("bun:jsc") as { noFTL(f: Function): void };
+  for (const owner of owners) {
+    if (typeof owner === "function") {
+      noFTL(owner);
+      continue;
+    }
+    for (const key of Object.getOwnPropertyNames(owner)) {
+      const value = Object.getOwnPropertyDescriptor(owner, key)?.value;
+      if (key !== "constructor" && typeof value === "function") noFTL(value);
+    }
+  }
+}
+
 let calls = 0;
 let quiet: { ms: number; collect: () => void; timer?: ReturnType<typeof setTimeout>; since: number; collections: number } | undefined;
 

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { ASK_ZOD, simpleParse, type SimpleParse } from "./simple-parse";
 import { PARSE_OPTIONS } from "./config";
+import { withoutFTL } from "./engine";
 import { answer, rowForInvalid, type ErrorRow, type Invalid, type InvalidRows, type Json } from "./errors";
 import type { Logger } from "./log";
 import type { Board } from "./board";
@@ -322,3 +323,6 @@ export const base = once(() => ({
   errorCode: z.number().optional(),
   errorText: z.string().optional(),
 }));
+
+// The per-call path stops at the DFG tier (engine.ts, withoutFTL).
+withoutFTL(parseRequest);

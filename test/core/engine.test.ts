@@ -1,9 +1,12 @@
 // src/core/engine.ts: dispatch counts every call (the JIT's start-up policy ends
 // after JIT_SETTLE_CALLS of them), and the quiet collection runs once the calls
-// stop, once per quiet stretch, never while calls come, and keeps no process alive.
+// stop, once per quiet stretch, never while calls come, and keeps no process alive;
+// withoutFTL keeps what it marks out of the JIT's top tier.
 import { afterEach, expect, test } from "bun:test";
 import { spawnSync } from "bun";
 import { join } from "node:path";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { callsSoFar, collectWhenQuiet, noteCall, quietCollections, stopQuietCollection, JIT_SETTLE_CALLS } from "../../src/core/engine";
 
 afterEach(() => stopQuietCollection());
@@ -66,4 +69,31 @@ test("the quiet collection's timer keeps no process alive", () => {
   const r = spawnSync([process.execPath, "-e", `import { collectWhenQuiet, noteCall } from ${JSON.stringify(join(import.meta.dir, "../../src/core/engine.ts"))}; collectWhenQuiet(600000); noteCall(); console.log("done")`], { timeout: 10000 });
   expect(r.exitCode).toBe(0);
   expect(r.stdout.toString().trim()).toBe("done");
+});
+
+test("withoutFTL keeps a hot function, and a prototype's methods, out of the top tier; the same function unmarked reaches it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "noftl-"));
+  const script = join(dir, "hot.ts");
+  writeFileSync(
+    script,
+    `import { withoutFTL } from ${JSON.stringify(join(import.meta.dir, "../../src/core/engine.ts"))};
+function plainHot(x: number) { let s = 0; for (let i = 0; i < 8; i++) s += (x ^ i) * 3; return s; }
+function markedHot(x: number) { let s = 0; for (let i = 0; i < 8; i++) s += (x ^ i) * 3; return s; }
+class Box { methodHot(x: number) { let s = 0; for (let i = 0; i < 8; i++) s += (x ^ i) * 3; return s; } }
+withoutFTL(markedHot, Box.prototype);
+const box = new Box();
+let t = 0;
+for (let i = 0; i < 3_000_000; i++) t += plainHot(i) + markedHot(i) + box.methodHot(i);
+console.log(t > 0 ? "ran" : "?");
+`,
+  );
+  const p = Bun.spawn([process.execPath, script], { env: { ...process.env, BUN_JSC_reportFTLCompileTimes: "1" }, stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  await p.exited;
+  rmSync(dir, { recursive: true, force: true });
+  expect(out.trim()).toBe("ran");
+  const ftl = err.split("\n").filter((l) => l.includes("using FTL"));
+  expect(ftl.some((l) => l.includes("plainHot"))).toBe(true);
+  expect(ftl.some((l) => l.includes("markedHot"))).toBe(false);
+  expect(ftl.some((l) => l.includes("methodHot"))).toBe(false);
 });
