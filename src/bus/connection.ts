@@ -420,7 +420,7 @@ export class Connection {
     // A large message arrives in many reads: join the pieces once it is whole.
     if (this.buffered < this.need) return;
     this.inbuf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
-    this.chunks = [];
+    this.chunks.length = 0;
     this.buffered = 0;
     if (!this.authenticated) this.readAuthLines();
     else this.parse();
@@ -496,7 +496,8 @@ export class Connection {
       this.close();
       return;
     }
-    this.keep(off === size ? EMPTY : Buffer.from(buf.subarray(off)));
+    // What is left of a message is kept for the next read (nothing is, most reads).
+    if (off < size) this.keep(Buffer.from(buf.subarray(off)));
   }
 
   /** takeFds for decode, made once. */

@@ -569,19 +569,21 @@ export class BusServer {
       c.subscriptions.set(msg.serial, subscription);
       this.subscriptionsOfUid.set(caller.uid, (this.subscriptionsOfUid.get(caller.uid) ?? 0) + 1);
     }
-    const failed = (e: unknown): Ran => {
-      if (e instanceof ServiceError) return { response: e.response(), subscription };
-      this.log.error({ err: e, service: h.spec.name, method, caller: caller.name }, "handler failed");
-      return { response: { returnValue: false, ...h.spec.internalError(method, e) }, subscription };
-    };
     let response: Json | FdReply | PromiseLike<Json | FdReply>;
     try {
       response = h.instance.handlers[method]!(data, { caller, method, subscription });
     } catch (e) {
-      return failed(e);
+      return this.handlerFailed(d, subscription, e);
     }
-    if (isThenable(response)) return response.then((r) => ({ response: r, subscription }), failed);
+    if (isThenable(response)) return response.then((r) => ({ response: r, subscription }), (e) => this.handlerFailed(d, subscription, e));
     return { response, subscription };
+  }
+
+  /** A handler's throw or rejection: a ServiceError's own response, else the service's internal error (logged). */
+  private handlerFailed({ h, method, caller }: Dispatch, subscription: SubscriptionImpl | undefined, e: unknown): Ran {
+    if (e instanceof ServiceError) return { response: e.response(), subscription };
+    this.log.error({ err: e, service: h.spec.name, method, caller: caller.name }, "handler failed");
+    return { response: { returnValue: false, ...h.spec.internalError(method, e) }, subscription };
   }
 
   /**
@@ -636,12 +638,13 @@ export class BusServer {
   }
 
   private reply(msg: Message, signature: string, body: unknown[], ownFds = false) {
+    const withFds = signature.includes("h");
     if (msg.flags & NO_REPLY_EXPECTED) {
-      if (ownFds) for (const v of body) if (typeof v === "number" && signature.includes("h")) libc.close(v);
+      if (ownFds && withFds) for (const v of body) if (typeof v === "number") libc.close(v);
       return;
     }
-    if (signature.includes("h") && !this.conn.unixFd) throw new Error("file descriptor passing was not negotiated on this connection");
-    const fds = signature.includes("h") ? body.filter((_, i) => signature[i] === "h") as number[] : [];
+    if (withFds && !this.conn.unixFd) throw new Error("file descriptor passing was not negotiated on this connection");
+    const fds = withFds ? (body.filter((_, i) => signature[i] === "h") as number[]) : [];
     this.send({ type: METHOD_RETURN, replySerial: msg.serial, destination: msg.sender, signature, body, fds }, ownFds);
   }
 

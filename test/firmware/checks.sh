@@ -211,9 +211,14 @@ c_udev_added() {
   until_ok 60 all_names || return 1
   echo "$dev: group gpio, mode 660; devservices started by it"
 }
+video0_gone() { ! test -e /dev/video0 && ! systemctl is-active --quiet dev-video0.device; }
 c_udev_video() {
   systemctl stop devservices.service
   modprobe -r vivid || { echo "cannot unload vivid"; return 1; }
+  # The removal must reach systemd first: a device unit still plugged when vivid's
+  # node comes back sees no change, so its SYSTEMD_WANTS pulls nothing in.
+  udevadm settle
+  until_ok 10 video0_gone || { echo "/dev/video0 still there after vivid was unloaded"; return 1; }
   modprobe vivid
   until_ok 10 test -c /dev/video0 || return 1
   udevadm settle
