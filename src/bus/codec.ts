@@ -384,21 +384,16 @@ class Reader {
     this.pos += 4;
     return v;
   }
-  /** A string's length (aligned to 4, its bytes and nul there); pos is left at its first byte. */
-  strLen() {
+  /** A string: its length (aligned to 4), its bytes and a nul. */
+  str() {
     const b = this.buf;
     const at = (this.pos + 3) & -4;
     if (at + 4 > this.len) throw truncated();
     const n = this.le ? b.readUInt32LE(at) : b.readUInt32BE(at);
-    this.pos = at + 4;
-    if (at + 4 + n + 1 > this.len) throw truncated();
-    return n;
-  }
-  str() {
-    const n = this.strLen();
-    const p = this.pos;
+    const p = at + 4;
+    if (p + n + 1 > this.len) throw truncated();
     this.pos = p + n + 1;
-    return this.buf.toString("utf8", p, p + n);
+    return b.toString("utf8", p, p + n);
   }
   sig() {
     const n = this.u8();

@@ -33,11 +33,12 @@ export const QUIET_COLLECT_MS = 20_000;
  * Keeps functions, and the methods of prototypes, out of the JIT's top tier (FTL): they
  * stop at its optimizing tier (DFG). The bus's per-call path (codec, connection,
  * server, payload parse) is some 40 functions; FTL compiled them over the first
- * 10,000-40,000 calls, about 200 ms of the JIT thread, which on two cores took that
- * time from the calls themselves (service CPU a call over calls 2,200-42,200: 14.5 us
- * with FTL, 10.8 without). Its code is some 12 % faster once compiled, which repays
+ * 10,000-40,000 calls, about 140 ms of the JIT thread in calls 2,200-42,200, which on
+ * two cores took that time from the calls themselves (service CPU a call there: 14.3
+ * us with FTL, 10.5 without). Its code is some 12 % faster once compiled, which repays
  * the compile after about 170,000 calls; a device's services answer bursts, and their
- * first calls are the ones waited for (docs/performance.md, warm calls).
+ * first calls are the ones waited for (docs/performance.md, "The first calls in the
+ * interpreter, the warm path without FTL").
  */
 export function withoutFTL(...owners: (Function | object)[]): void {
   const { noFTL } = require("bun:jsc") as { noFTL(f: Function): void };

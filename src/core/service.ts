@@ -70,10 +70,16 @@ export function once<T>(build: () => T): () => T {
 
 const built = new WeakMap<MethodSpec, { request?: z.ZodType; response?: z.ZodType; simple?: SimpleParse | null }>();
 
-/** A method's request or response schema, built on first use and kept. */
-export function schemaOf<M extends MethodSpec>(m: M, which: "request" | "response"): z.ZodType {
+/** What is built for a method, kept by its spec. */
+function builtFor(m: MethodSpec) {
   let b = built.get(m);
   if (!b) built.set(m, (b = {}));
+  return b;
+}
+
+/** A method's request or response schema, built on first use and kept. */
+export function schemaOf<M extends MethodSpec>(m: M, which: "request" | "response"): z.ZodType {
+  const b = builtFor(m);
   return (b[which] ??= m[which]());
 }
 
@@ -82,8 +88,8 @@ export function schemaOf<M extends MethodSpec>(m: M, which: "request" | "respons
  * one (src/core/simple-parse.ts) and it vouches for the input, else zod's.
  */
 export function parseRequest(m: MethodSpec, payload: unknown): z.ZodSafeParseResult<unknown> {
-  const schema = schemaOf(m, "request");
-  const b = built.get(m)!;
+  const b = builtFor(m);
+  const schema = (b.request ??= m.request());
   if (b.simple === undefined) b.simple = simpleParse(schema) ?? null;
   if (b.simple) {
     const data = b.simple(payload);
