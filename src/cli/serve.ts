@@ -1,6 +1,8 @@
 // devservices serve: hosts services on a bus, under systemd or by hand.
 import { resolveBusAddress } from "../bus/connection";
+import { join } from "node:path";
 import { loadBoard } from "../core/board";
+import { recordParses, saveParses } from "../core/config";
 import { configureLogging, exitAfterLog } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
@@ -43,6 +45,9 @@ export async function serve(argv: string[]) {
   process.on("uncaughtException", fatal("uncaught exception; exiting"));
   process.on("unhandledRejection", fatal("unhandled rejection; exiting"));
   let board, busAddress, rt;
+  const stateDir = (flags["state-dir"] as string) ?? "/var/lib/devservices";
+  // The parses of the board recipe and the options, kept for the next start (core/config.ts).
+  recordParses(join(stateDir, PARSE_RECORD), stateDir);
   try {
     board = loadBoard(flags.board as string | undefined);
     busAddress = resolveBusAddress(flags.bus as string | undefined);
@@ -50,7 +55,7 @@ export async function serve(argv: string[]) {
     rt = await startRuntime({
       busAddress,
       board,
-      stateDir: (flags["state-dir"] as string) ?? "/var/lib/devservices",
+      stateDir,
       services: rest,
       log,
       checkResponses: flags["check-responses"] === true || undefined,
@@ -67,6 +72,8 @@ export async function serve(argv: string[]) {
   const systemd = new SystemdNotifier((what, e) => log.warn({ err: e }, `cannot tell systemd ${what}`));
   const failed = rt.failed.map((f) => `${f.name} (${describeFailure(f)})`).join("; ");
   systemd.ready(`serving ${rt.services.map((s) => s.module.spec.name).join(" ")} on board ${board.name}${failed ? `; failed: ${failed}` : ""}`);
+  const unsaved = saveParses();
+  if (unsaved) log.warn({ err: unsaved }, "the start's parses were not recorded; the next start parses again");
   // Once quiet, one full collection drops the code the start ran once (core/engine.ts).
   collectWhenQuiet();
   let stopping = false;
@@ -89,6 +96,9 @@ export async function serve(argv: string[]) {
   await rt.stop();
   exitAfterLog(0);
 }
+
+/** The state directory's file of the start's parses (core/config.ts, recordParses). */
+export const PARSE_RECORD = "start-parses.json";
 
 /** serve's exit status when every service refused a store newer than this binary. */
 export const EXIT_STORE_TOO_NEW = 78;

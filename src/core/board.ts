@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PARSE_OPTIONS } from "./config";
+import { parseRecorded } from "./config";
 import virtualRecipe from "../../recipes/boards/virtual.json" with { type: "json" };
 
 /** The board's own fields (a plain function: the schema is built for each load and is garbage after it). */
@@ -40,7 +40,7 @@ export function recipeDirs(): string[] {
 }
 
 export function parseBoard(data: unknown, origin: string): Board {
-  const r = boardSchema().safeParse(data, PARSE_OPTIONS);
+  const r = parseRecorded("board", boardSchema, data);
   if (!r.success) {
     throw new Error(`board recipe ${origin} is invalid: ${z.prettifyError(r.error)}`);
   }

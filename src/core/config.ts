@@ -3,9 +3,12 @@
 // context's `config`) and, for services that have one, a `Key=Value` file (by
 // default in /etc/devservices). The file's values win over the recipe's, which win
 // over the schema's defaults, so a device's file can override its board.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { z } from "zod";
+
+/** The build's identity (scripts/build.ts); absent when run from source. */
+declare const DEVSERVICES_BUILD: string | undefined;
 
 /**
  * The options of every zod parse in the product: zod's compiled fast path for an
@@ -86,8 +89,8 @@ export function parseKeyValue(text: string, format: KeyValueFormat = {}): { entr
 export interface ConfigSource<S extends z.ZodObject<any>> {
   /** The service's short name, for messages. */
   service: string;
-  /** Every option with its type and default. */
-  schema: S;
+  /** Builds the schema of every option with its type and default (not built when the parse is recorded: parseRecorded). */
+  schema: () => S;
   /** The board recipe's section for the service (`ctx.config`). */
   section?: Record<string, unknown>;
   /** The `Key=Value` file (a name in CONFIG_DIR or an absolute path); null or absent: none. */
@@ -149,8 +152,10 @@ export function configFromText<S extends z.ZodObject<any>>(
   for (const e of entries) fromFile.set(e.key, e); // the last line of a key wins
   const merged: Record<string, unknown> = { ...section };
   for (const [k, e] of fromFile) merged[k] = e.value;
+  let built: S | undefined;
+  const schema = () => (built ??= src.schema());
   for (;;) {
-    const r = src.schema.safeParse(merged, PARSE_OPTIONS);
+    const r = parseRecorded(`options of ${src.service}`, schema, merged);
     if (r.success) return { config: r.data, problems: problems.sort((a, b) => lineOf(a) - lineOf(b)) };
     const issue = r.error.issues[0]!;
     const key = String(issue.path[0] ?? "");
@@ -166,3 +171,99 @@ export function configFromText<S extends z.ZodObject<any>>(
 }
 
 const lineOf = (problem: string) => Number(/^line (\d+)/.exec(problem)?.[1] ?? 0);
+
+// What the start parses: the board recipe, each service's options and its sections of
+// the recipe. Their schemas are built for the parse and are garbage after it, and the
+// parse itself runs once, in the interpreter: together about a quarter of exec until
+// every name is owned (docs/performance.md, "Start"). The inputs are the same at every
+// boot of a device until its recipe, a configuration file or the executable changes,
+// and each of these schemas is a function of its input alone. So `serve` keeps what
+// each parse returned (recordParses) and the next start of the same build, with the
+// same state directory, takes it for the same input (compared whole, as text) without
+// building the schema. An input whose parse failed, or whose output is not plain data
+// (what JSON gives back unchanged), is parsed by zod at every start; so is everything
+// when run from source or without a record.
+interface ParseRecord {
+  file: string;
+  /** The build and the state directory the record is for (a schema's defaults may name the directory). */
+  stamp: string;
+  /** Outputs as JSON, by `what` and the input's JSON. */
+  before: Map<string, string>;
+  /** The entries of this start: what the file keeps. */
+  now: Map<string, string>;
+}
+
+let record: ParseRecord | undefined;
+const RECORD_FORMAT = 1;
+
+/**
+ * Keeps the parses of this process's start in `file` (in the state directory), and
+ * takes those of the last start of this build (DEVSERVICES_BUILD) from it. Without a
+ * build identity (run from source) nothing is recorded.
+ */
+export function recordParses(file: string, stateDir: string, build: string | undefined = typeof DEVSERVICES_BUILD === "string" ? DEVSERVICES_BUILD : undefined): void {
+  record = undefined;
+  if (!build) return;
+  const stamp = `${RECORD_FORMAT} ${build} ${stateDir}`;
+  const before = new Map<string, string>();
+  try {
+    const saved = JSON.parse(readFileSync(file, "utf8")) as { stamp?: unknown; entries?: unknown };
+    if (saved.stamp === stamp && Array.isArray(saved.entries)) {
+      for (const e of saved.entries) if (Array.isArray(e) && typeof e[0] === "string" && typeof e[1] === "string") before.set(e[0], e[1]);
+    }
+  } catch {
+    // None yet, or not readable as a record: every parse is zod's this time.
+  }
+  record = { file, stamp, before, now: new Map() };
+}
+
+/**
+ * Writes the record of this start when it differs from the one read (an input that
+ * changed, an entry no longer used), by rename, so a reader sees the old or the new
+ * record whole; and stops recording. A failure to write costs the next start its
+ * shortcut, nothing else: it is returned for a log line.
+ */
+export function saveParses(): Error | undefined {
+  const r = record;
+  record = undefined;
+  if (!r) return;
+  let same = r.now.size === r.before.size;
+  for (const [k, v] of r.now) same &&= r.before.get(k) === v;
+  if (same) return;
+  try {
+    writeFileSync(`${r.file}.tmp`, JSON.stringify({ stamp: r.stamp, entries: [...r.now] }), { mode: 0o600 });
+    renameSync(`${r.file}.tmp`, r.file);
+  } catch (e) {
+    return e as Error;
+  }
+}
+
+/**
+ * zod's safeParse of `input` by the schema `schema` builds (`what` names the schema,
+ * its own key in the record); or, at a start of the same build that parsed the same
+ * input before, that parse's output, without building the schema.
+ */
+export function parseRecorded<S extends z.ZodType>(what: string, schema: () => S, input: unknown): z.ZodSafeParseResult<z.output<S>> {
+  const r = record;
+  let key: string | undefined;
+  if (r) {
+    try {
+      key = `${what}\n${JSON.stringify(input) ?? "undefined"}`;
+    } catch {
+      // Not JSON (a BigInt, a cycle): parsed every time.
+    }
+  }
+  if (r && key !== undefined) {
+    const text = r.before.get(key);
+    if (text !== undefined) {
+      r.now.set(key, text);
+      return { success: true, data: JSON.parse(text) } as z.ZodSafeParseResult<z.output<S>>;
+    }
+  }
+  const out = schema().safeParse(input, PARSE_OPTIONS);
+  if (r && key !== undefined && out.success) {
+    const text = JSON.stringify(out.data);
+    if (text !== undefined && Bun.deepEquals(JSON.parse(text), out.data, true)) r.now.set(key, text);
+  }
+  return out;
+}

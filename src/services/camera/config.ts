@@ -43,5 +43,5 @@ export const cameraOptions = () => {
 export type CameraOptionsT = z.output<ReturnType<typeof cameraOptions>>;
 
 export function loadCameraOptions(section: Record<string, unknown>) {
-  return loadConfig({ service: "camera2", schema: cameraOptions(), section, file: null });
+  return loadConfig({ service: "camera2", schema: cameraOptions, section, file: null });
 }

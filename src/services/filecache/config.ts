@@ -122,7 +122,7 @@ export function loadConfig(recipe: Record<string, unknown>, stateDir: string, lo
   const file = explicit ? resolve(recipe.configFile as string) : recipe.configFile === null ? null : DEFAULT_CONFIG_FILE;
   const r = loadServiceConfig({
     service: "filecache",
-    schema: fileCacheOptions(stateDir),
+    schema: () => fileCacheOptions(stateDir),
     section: recipe,
     file,
     format: FORMAT,

@@ -81,7 +81,7 @@ export default defineService({
   },
 
   create(ctx) {
-    const cfg = loadConfig({ service: "intent", schema: intentOptions(), section: ctx.config }).config;
+    const cfg = loadConfig({ service: "intent", schema: intentOptions, section: ctx.config }).config;
     const sources: AppSource[] = (cfg.applicationDirs ?? [DEFAULT_APPLICATION_DIR, `${dirname(ctx.stateDir)}/applications`]).map((dir) => ({ dir }));
     for (const [sessionId, dirs] of Object.entries(cfg.sessions)) for (const dir of dirs) sources.push({ dir, sessionId });
     const registry = new HandlerRegistry(sources, ctx.log.child({ component: "registry" }), { reloadDelayMs: cfg.reloadDelayMs });

@@ -81,5 +81,5 @@ export const mediaIndexerOptions = (stateDir: string) => {
 export type MediaIndexerConfig = z.output<ReturnType<typeof mediaIndexerOptions>>;
 
 export function loadConfig(recipe: Record<string, unknown>, stateDir: string): MediaIndexerConfig {
-  return loadServiceConfig({ service: "mediaindexer", schema: mediaIndexerOptions(stateDir), section: recipe, file: null }).config;
+  return loadServiceConfig({ service: "mediaindexer", schema: () => mediaIndexerOptions(stateDir), section: recipe, file: null }).config;
 }

@@ -44,7 +44,7 @@ const FILE_KEYS = [
 export function loadNettoolsOptions(section: Record<string, unknown>) {
   return loadConfig({
     service: "nettools",
-    schema: nettoolsOptions(),
+    schema: nettoolsOptions,
     section,
     file: configFileOf(section, "nettools.conf"),
     format: { separator: "equals" },

@@ -71,7 +71,7 @@ const FILE_KEYS = [
 export function loadPeripheralOptions(section: Record<string, unknown>) {
   return loadConfig({
     service: "peripheralmanager",
-    schema: peripheralOptions(),
+    schema: peripheralOptions,
     section,
     file: configFileOf(section, "peripheralmanager.conf"),
     format: { separator: "equals" },

@@ -2,7 +2,7 @@
 // I2C buses, SPI buses and UARTs the board has, by the names clients use, and where
 // each is in the kernel (linux backend) or what it is wired to (virtual backend).
 import { z } from "zod";
-import { PARSE_OPTIONS } from "../../core/config";
+import { parseRecorded } from "../../core/config";
 
 /**
  * The types the section's entries share, built once per section schema (core/config.ts,
@@ -81,7 +81,7 @@ const ownEntries = <T>(table: Record<string, T>): Record<string, T> => Object.as
  * have no prototype, so a lookup by a caller's name finds the recipe's entries only.
  */
 export function parseSection(data: unknown, origin: string, o: { baudrates?: ReadonlySet<number> } = {}): PeripheralSectionT {
-  const r = peripheralSection().safeParse(data ?? {}, PARSE_OPTIONS);
+  const r = parseRecorded("peripheralmanager section", peripheralSection, data ?? {});
   if (!r.success) throw new Error(`${origin}: the peripheralmanager section is invalid: ${z.prettifyError(r.error)}`);
   const s = { ...r.data, gpio: ownEntries(r.data.gpio), i2c: ownEntries(r.data.i2c), spi: ownEntries(r.data.spi), uart: ownEntries(r.data.uart) };
   for (const [name, p] of Object.entries(s.gpio)) {

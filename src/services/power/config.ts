@@ -47,7 +47,7 @@ export interface PowerConfig {
 
 const source = (section: Record<string, unknown>, file: string | null): ConfigSource<ReturnType<typeof powerOptions>> => ({
   service: "power2",
-  schema: powerOptions(),
+  schema: powerOptions,
   section,
   file,
   format: FORMAT,

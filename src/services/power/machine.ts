@@ -1,7 +1,7 @@
 // The power state machine of a board: the recipe's top-level `power2` section
 // (format: docs/power-states.md). Parsed and checked once at start.
 import { z } from "zod";
-import { PARSE_OPTIONS } from "../../core/config";
+import { parseRecorded } from "../../core/config";
 
 export const EVENTS = ["shutdown", "reboot"] as const;
 export type PowerEvent = (typeof EVENTS)[number];
@@ -49,7 +49,7 @@ export class PowerMachine {
 
   /** Parses and checks a recipe section; throws with every problem found. */
   static parse(data: unknown, origin = "board recipe"): PowerMachine {
-    const r = machineSchema().safeParse(data, PARSE_OPTIONS);
+    const r = parseRecorded("power2 state machine", machineSchema, data);
     if (!r.success) throw new Error(`${origin}: power2 state machine is invalid: ${z.prettifyError(r.error)}`);
     const m = r.data;
     const problems: string[] = [];

@@ -28,5 +28,5 @@ export const recordOptions = () => z.object({
 export type RecordOptions = z.output<ReturnType<typeof recordOptions>>;
 
 export function loadRecordOptions(section: Record<string, unknown> | undefined) {
-  return loadConfig({ service: "record", schema: recordOptions(), section, file: null });
+  return loadConfig({ service: "record", schema: recordOptions, section, file: null });
 }

@@ -6,7 +6,7 @@
 // the service with the caller's rights and handed to the sink as an fd, never
 // parsed. docs/board-recipes.md, "record".
 import { z } from "zod";
-import { PARSE_OPTIONS } from "../../core/config";
+import { parseRecorded } from "../../core/config";
 import type { Board } from "../../core/board";
 import type { StartRequest } from "./schemas";
 
@@ -75,14 +75,16 @@ export type Recipe = Omit<RecordSection, "encoders" | "formats"> & {
 /** The board's `record` section with the defaults merged (names upper-cased). */
 export function readRecipe(board: Board): Recipe {
   const raw = (board as Record<string, unknown>).record ?? {};
-  const section = recordSection();
-  const r = section.safeParse(raw, PARSE_OPTIONS);
+  const r = parseRecorded("record section", recordSection, raw);
   if (!r.success) throw new Error(`board ${board.name}: record section is invalid: ${z.prettifyError(r.error)}`);
   const up = <T>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.toUpperCase(), v]));
+  // The built-in encoders and formats, checked as the recipe's are.
+  const defaults = parseRecorded("record defaults", () => recordSection().pick({ encoders: true, formats: true }), { encoders: DEFAULT_ENCODERS, formats: DEFAULT_FORMATS });
+  if (!defaults.success) throw new Error(`the built-in encoders or formats are invalid: ${z.prettifyError(defaults.error)}`);
   return {
     ...r.data,
-    encoders: { ...up(section.shape.encoders.unwrap().parse(DEFAULT_ENCODERS, PARSE_OPTIONS)), ...up(r.data.encoders) },
-    formats: { ...up(section.shape.formats.unwrap().parse(DEFAULT_FORMATS, PARSE_OPTIONS)), ...up(r.data.formats) },
+    encoders: { ...up(defaults.data.encoders), ...up(r.data.encoders) },
+    formats: { ...up(defaults.data.formats), ...up(r.data.formats) },
   };
 }
 

@@ -85,7 +85,7 @@ export default defineService({
   },
 
   create(ctx) {
-    const { replyTimeoutMs } = loadConfig({ service: "testautomation", schema: testAutomationOptions(), section: ctx.config }).config;
+    const { replyTimeoutMs } = loadConfig({ service: "testautomation", schema: testAutomationOptions, section: ctx.config }).config;
     /** Live stages by id; each is a lease of its nub (released when its subscription ends). */
     const stages = new Map<number, StageState>();
     const pending = new Map<number, Pending>();

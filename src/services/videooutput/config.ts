@@ -61,7 +61,7 @@ const FILE_KEYS = ["accessGroup", "maxContexts", "maxFrameWidth", "maxFrameHeigh
 export function loadVideoOutputOptions(section: Record<string, unknown>) {
   return loadConfig({
     service: "videooutput",
-    schema: videoOutputOptions(),
+    schema: videoOutputOptions,
     section,
     file: configFileOf(section, "videooutput.conf"),
     format: { separator: "equals" },
