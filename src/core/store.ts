@@ -12,7 +12,7 @@
 // A store without a version (written by the product before stores were versioned) is
 // format 1, except a SQLite database, whose user_version 0 means "new, or written
 // before versions": its step 1 makes format 1 of either.
-import { Database } from "bun:sqlite";
+import { Database, type Statement } from "bun:sqlite";
 import { closeSync, constants, fsyncSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 
@@ -233,4 +233,28 @@ export function migrateSqlite(db: Database, file: string, format: SqliteFormat):
       } catch {}
     throw e;
   }
+}
+
+/**
+ * A database's statements by name, each prepared by its first use: a start prepares
+ * none it does not run (preparing the media index's 27 and the file cache's 10 at
+ * every start took about 0.6 ms of it: docs/performance.md). `finalize` finalizes the
+ * ones that were prepared, before the database is closed.
+ */
+export function preparedOnUse<K extends string>(db: Database, sql: Record<K, string>): { s: Record<K, Statement>; finalize(): void } {
+  const made: Statement[] = [];
+  const s = {} as Record<K, Statement>;
+  for (const name of Object.keys(sql) as K[]) {
+    Object.defineProperty(s, name, {
+      configurable: true,
+      enumerable: true,
+      get() {
+        const st = db.prepare(sql[name]);
+        made.push(st);
+        Object.defineProperty(s, name, { value: st, enumerable: true });
+        return st;
+      },
+    });
+  }
+  return { s, finalize: () => made.splice(0).forEach((st) => st.finalize()) };
 }

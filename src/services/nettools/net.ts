@@ -1,7 +1,9 @@
 // ping, ping6, arping, resolvehostname and checkhttp: each waits on the event
 // source or on Node's asynchronous resolver and sockets, never on the main thread.
-import dns from "node:dns";
-import net from "node:net";
+// node:dns and node:net are loaded by the first call that needs them, not while the
+// process starts (each is a module of the runtime to evaluate: docs/performance.md).
+const dns = () => require("node:dns") as typeof import("node:dns");
+const net = () => require("node:net") as typeof import("node:net");
 import { echo, type EchoResult, type SocketKind } from "../../ffi/icmp";
 import { arpRequest, type ArpResult } from "../../ffi/packet";
 import * as nl from "../../ffi/netlink";
@@ -40,7 +42,7 @@ export async function pingHost(
     address = nl.addressText(literal);
   } else {
     try {
-      address = (await dns.promises.lookup(host, { family })).address;
+      address = (await dns().promises.lookup(host, { family })).address;
     } catch {
       return { ok: false, why: "unknown-host" };
     }
@@ -112,7 +114,7 @@ export type ResolveOutcome = { ok: true; addresses: string[] } | { ok: false; wh
  */
 export async function resolveHost(host: string): Promise<ResolveOutcome> {
   try {
-    const all = await dns.promises.lookup(host, { all: true, hints: dns.ADDRCONFIG });
+    const all = await dns().promises.lookup(host, { all: true, hints: dns().ADDRCONFIG });
     const addresses = [...new Set(all.map((a) => a.address))];
     if (!addresses.length) return { ok: false, why: "not-resolved" };
     return { ok: true, addresses };
@@ -126,7 +128,7 @@ export async function resolveHost(host: string): Promise<ResolveOutcome> {
 export function connectHttp(host: string, timeoutMs: number): Promise<{ ok: true; address: string } | { ok: false; reason: string }> {
   return new Promise((resolve) => {
     let done = false;
-    const socket = net.connect({ host, port: 80 });
+    const socket = net().connect({ host, port: 80 });
     const finish = (r: { ok: true; address: string } | { ok: false; reason: string }) => {
       if (done) return;
       done = true;

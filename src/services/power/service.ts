@@ -6,7 +6,6 @@
 // only that client's connection or root may act on. Powering off and rebooting are
 // for root and the power group (schemas.ts access rules).
 // Choices where the spec is silent: docs/decisions/power.md.
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { raise, ok } from "../../core/errors";
 import { readJsonStore, writeJsonStore, STORE_BUMP, StoreTooNew, type JsonFormat } from "../../core/store";
@@ -136,7 +135,7 @@ export default defineService({
     const leave = (t: Pick<Transition, "from" | "to" | "ask">): Promise<boolean> => {
       const regs = registered(t.from);
       if (!regs.length) return Promise.resolve(true);
-      const message = ok({ state: t.from, nextState: t.to, token: randomBytes(8).toString("hex") });
+      const message = ok({ state: t.from, nextState: t.to, token: Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex") });
       if (!t.ask) {
         ctx.topics.publish(registeredKey(t.from), message);
         return Promise.resolve(true);

@@ -7,11 +7,13 @@
 // Why SQLite: docs/decisions/filecache.md, "Metadata store".
 import { Database, type Statement } from "bun:sqlite";
 import { closeSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
-import { randomFillSync } from "node:crypto";
 import { dirname } from "node:path";
 import type { Logger } from "../../../core/log";
-import { checkSqlite, migrateSqlite, type SqliteFormat } from "../../../core/store";
+import { checkSqlite, migrateSqlite, preparedOnUse, type SqliteFormat } from "../../../core/store";
 import { freeBytes, storageCode } from "./files";
+
+/** The most bytes one crypto.getRandomValues call fills. */
+const RANDOM_CHUNK = 65536;
 
 export interface TypeRow {
   name: string;
@@ -90,6 +92,21 @@ export const isFull = (e: unknown) => {
   return code === "SQLITE_FULL" || code === "SQLITE_IOERR_SHMSIZE" || code === "ENOSPC" || code === "EDQUOT";
 };
 
+/** The metadata's statements (prepared on first use: core/store.ts, preparedOnUse). */
+const STATEMENTS = {
+  putType: "INSERT OR REPLACE INTO types (name, lo, hi, size, cost, lifetime, dirType, owner) VALUES ($name, $lo, $hi, $size, $cost, $lifetime, $dirType, $owner)",
+  deleteType: "DELETE FROM types WHERE name = ?",
+  deleteTypeObjects: "DELETE FROM objects WHERE type = ?",
+  insertObject:
+    "INSERT INTO objects (id, type, fileName, ext, size, cost, lifetime, lastUsed, writing, doomed, owner) VALUES ($id, $type, $fileName, $ext, $size, $cost, $lifetime, $lastUsed, $writing, $doomed, $owner)",
+  deleteObject: "DELETE FROM objects WHERE id = ?",
+  setSize: "UPDATE objects SET size = ? WHERE id = ?",
+  setLastUsed: "UPDATE objects SET lastUsed = ? WHERE id = ?",
+  setDoomed: "UPDATE objects SET doomed = 1 WHERE id = ?",
+  finishWrite: "UPDATE objects SET writing = 0, size = ? WHERE id = ?",
+  setLastId: "INSERT OR REPLACE INTO meta (key, value) VALUES ('lastId', ?)",
+};
+
 export class MetadataStore {
   private db: Database;
   /** The statements of the open transaction, run at its end. */
@@ -102,18 +119,8 @@ export class MetadataStore {
   private backlogSince = 0;
   readonly reserve: Reserve;
   private readonly log?: Logger;
-  private s: {
-    putType: Statement;
-    deleteType: Statement;
-    deleteTypeObjects: Statement;
-    insertObject: Statement;
-    deleteObject: Statement;
-    setSize: Statement;
-    setLastUsed: Statement;
-    setDoomed: Statement;
-    finishWrite: Statement;
-    setLastId: Statement;
-  };
+  private s: Record<keyof typeof STATEMENTS, Statement>;
+  private finalizeStatements: () => void;
 
   constructor(readonly file: string, opts: StoreOptions = {}) {
     this.log = opts.log;
@@ -123,7 +130,7 @@ export class MetadataStore {
     this.reserve = new Reserve(file + "-reserve", opts.reserveBytes ?? 0, opts.log);
     this.db = new Database(file, { create: true, strict: true });
     try {
-      this.s = this.setUp();
+      ({ s: this.s, finalize: this.finalizeStatements } = this.setUp());
     } catch (e) {
       this.db.close();
       throw e;
@@ -145,23 +152,7 @@ export class MetadataStore {
     // Older formats are migrated in one transaction (databases made before owners were
     // recorded get the column, empty: NULL is root's).
     migrateSqlite(this.db, this.file, METADATA_FORMAT);
-    const q = (sql: string) => this.db.prepare(sql);
-    return {
-      putType: q(
-        "INSERT OR REPLACE INTO types (name, lo, hi, size, cost, lifetime, dirType, owner) VALUES ($name, $lo, $hi, $size, $cost, $lifetime, $dirType, $owner)",
-      ),
-      deleteType: q("DELETE FROM types WHERE name = ?"),
-      deleteTypeObjects: q("DELETE FROM objects WHERE type = ?"),
-      insertObject: q(
-        "INSERT INTO objects (id, type, fileName, ext, size, cost, lifetime, lastUsed, writing, doomed, owner) VALUES ($id, $type, $fileName, $ext, $size, $cost, $lifetime, $lastUsed, $writing, $doomed, $owner)",
-      ),
-      deleteObject: q("DELETE FROM objects WHERE id = ?"),
-      setSize: q("UPDATE objects SET size = ? WHERE id = ?"),
-      setLastUsed: q("UPDATE objects SET lastUsed = ? WHERE id = ?"),
-      setDoomed: q("UPDATE objects SET doomed = 1 WHERE id = ?"),
-      finishWrite: q("UPDATE objects SET writing = 0, size = ? WHERE id = ?"),
-      setLastId: q("INSERT OR REPLACE INTO meta (key, value) VALUES ('lastId', ?)"),
-    };
+    return preparedOnUse(this.db, STATEMENTS);
   }
 
   /**
@@ -396,7 +387,7 @@ export class MetadataStore {
       this.log?.warn({ err: e }, "file cache: metadata changes not stored at stop (start-up reconciles them)");
     }
     if (this.backlog.size) this.log?.warn({ pending: this.backlog.size }, "file cache: metadata changes not stored at stop (start-up reconciles them)");
-    for (const st of Object.values(this.s)) st.finalize();
+    this.finalizeStatements();
     this.db.close();
   }
 }
@@ -454,7 +445,10 @@ export class Reserve {
     let fd = -1;
     try {
       fd = openSync(this.path, "w", 0o600);
-      const buf = randomFillSync(Buffer.allocUnsafe(this.bytes));
+      // Random bytes (a compressing file system keeps them whole), from the runtime's
+      // Web Crypto: node:crypto is not loaded at start for this (docs/performance.md).
+      const buf = Buffer.allocUnsafe(this.bytes);
+      for (let o = 0; o < buf.length; o += RANDOM_CHUNK) crypto.getRandomValues(buf.subarray(o, o + RANDOM_CHUNK));
       for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
       closeSync(fd);
       fd = -1;

@@ -8,7 +8,7 @@ import { Database, type Statement } from "bun:sqlite";
 import { mkdirSync, chmodSync } from "node:fs";
 import { dirname } from "node:path";
 import { BAD } from "./kinds";
-import { checkSqlite, migrateSqlite, type SqliteFormat } from "../../../core/store";
+import { checkSqlite, migrateSqlite, preparedOnUse, type SqliteFormat } from "../../../core/store";
 
 export interface DeviceRow {
   uri: string;
@@ -93,10 +93,50 @@ export const MEDIA_FORMAT: SqliteFormat = {
   },
 };
 
+/** The index's statements (prepared on first use: core/store.ts, preparedOnUse). */
+const STATEMENTS = {
+  putDevice:
+    "INSERT INTO devices (uri, plugin, name, description, root, available, lastSeen, owner) VALUES ($uri, $plugin, $name, $description, $root, $available, $lastSeen, $owner) " +
+      "ON CONFLICT(uri) DO UPDATE SET plugin=excluded.plugin, name=excluded.name, description=excluded.description, root=excluded.root, available=excluded.available, lastSeen=excluded.lastSeen, owner=excluded.owner",
+  setAvailable: "UPDATE devices SET available = ?, lastSeen = ? WHERE uri = ?",
+  dirPage: "SELECT id, name, kind, size, mtime FROM media WHERE device = ? AND dir = ? AND name > ? ORDER BY name LIMIT ?",
+  upsert:
+    "INSERT INTO media (device, dir, name, kind, size, mtime, seq, title, duration, thumbnail, genre, album, artist, width, height, url, meta) " +
+      "VALUES ($device, $dir, $name, $kind, $size, $mtime, $seq, $title, $duration, $thumbnail, $genre, $album, $artist, $width, $height, $url, $meta) " +
+      "ON CONFLICT(device, dir, name) DO UPDATE SET kind=excluded.kind, size=excluded.size, mtime=excluded.mtime, seq=excluded.seq, title=excluded.title, " +
+      "duration=excluded.duration, thumbnail=excluded.thumbnail, genre=excluded.genre, album=excluded.album, artist=excluded.artist, width=excluded.width, " +
+      "height=excluded.height, url=excluded.url, meta=excluded.meta",
+  deleteId: "DELETE FROM media WHERE id = ? RETURNING kind",
+  deleteDir: "DELETE FROM media WHERE device = ? AND dir = ? RETURNING kind",
+  deleteDevice: "DELETE FROM media WHERE device = ?",
+  dirs: "SELECT DISTINCT dir FROM media WHERE device = ?",
+  rowsOf: "SELECT id, dir, name, kind, size, mtime, url, title FROM media WHERE device = ?",
+  byPath: "SELECT * FROM media WHERE device = ? AND dir = ? AND name = ?",
+  knownRow: "SELECT id, name, kind, size, mtime FROM media WHERE device = ? AND dir = ? AND name = ?",
+  byUrl: "SELECT device, dir, name FROM media WHERE url = ? LIMIT 1",
+  counts: "SELECT device, kind, count(*) AS n FROM media WHERE kind != 9 GROUP BY device, kind",
+  listDevice: "SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? ORDER BY seq LIMIT ?",
+  listAvailable: "SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) ORDER BY seq LIMIT ?",
+  // The same, without the directories a caller may not read (a JSON array of "<device>/<dir>": the same string is the same directory).
+  listDeviceExcept: "SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? AND (device || '/' || dir) NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?",
+  listAvailableExcept:
+    "SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) AND (device || '/' || dir) NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?",
+  deleteDeviceRow: "DELETE FROM devices WHERE uri = ?",
+  allDevices: "SELECT * FROM devices ORDER BY uri",
+  maxSeq: "SELECT max(seq) AS s FROM media",
+  putPermission: "INSERT OR REPLACE INTO permissions (service, uid, granted) VALUES (?, ?, ?)",
+  permissions: "SELECT service, uid, granted FROM permissions ORDER BY service",
+  putScan: "INSERT OR REPLACE INTO scans (device, key) VALUES (?, ?) RETURNING id",
+  scanDone: "DELETE FROM scans WHERE id = ?",
+  scansDoneUpTo: "DELETE FROM scans WHERE device = ? AND id <= ?",
+  scans: "SELECT id, device, key FROM scans ORDER BY id",
+};
+
 export class MediaStore {
   readonly db: Database;
   private seq: number;
-  private s: Record<string, Statement>;
+  private s: Record<keyof typeof STATEMENTS, Statement>;
+  private finalizeStatements: () => void;
 
   constructor(readonly file: string) {
     // The database's directory is the service's alone; getMediaDbPermission opens it to named readers (ACL entries).
@@ -125,47 +165,7 @@ export class MediaStore {
     try {
       chmodSync(file, 0o640);
     } catch {}
-    const q = (sql: string) => this.db.prepare(sql);
-    this.s = {
-      putDevice: q(
-        "INSERT INTO devices (uri, plugin, name, description, root, available, lastSeen, owner) VALUES ($uri, $plugin, $name, $description, $root, $available, $lastSeen, $owner) " +
-          "ON CONFLICT(uri) DO UPDATE SET plugin=excluded.plugin, name=excluded.name, description=excluded.description, root=excluded.root, available=excluded.available, lastSeen=excluded.lastSeen, owner=excluded.owner",
-      ),
-      setAvailable: q("UPDATE devices SET available = ?, lastSeen = ? WHERE uri = ?"),
-      dirPage: q("SELECT id, name, kind, size, mtime FROM media WHERE device = ? AND dir = ? AND name > ? ORDER BY name LIMIT ?"),
-      upsert: q(
-        "INSERT INTO media (device, dir, name, kind, size, mtime, seq, title, duration, thumbnail, genre, album, artist, width, height, url, meta) " +
-          "VALUES ($device, $dir, $name, $kind, $size, $mtime, $seq, $title, $duration, $thumbnail, $genre, $album, $artist, $width, $height, $url, $meta) " +
-          "ON CONFLICT(device, dir, name) DO UPDATE SET kind=excluded.kind, size=excluded.size, mtime=excluded.mtime, seq=excluded.seq, title=excluded.title, " +
-          "duration=excluded.duration, thumbnail=excluded.thumbnail, genre=excluded.genre, album=excluded.album, artist=excluded.artist, width=excluded.width, " +
-          "height=excluded.height, url=excluded.url, meta=excluded.meta",
-      ),
-      deleteId: q("DELETE FROM media WHERE id = ? RETURNING kind"),
-      deleteDir: q("DELETE FROM media WHERE device = ? AND dir = ? RETURNING kind"),
-      deleteDevice: q("DELETE FROM media WHERE device = ?"),
-      dirs: q("SELECT DISTINCT dir FROM media WHERE device = ?"),
-      rowsOf: q("SELECT id, dir, name, kind, size, mtime, url, title FROM media WHERE device = ?"),
-      byPath: q("SELECT * FROM media WHERE device = ? AND dir = ? AND name = ?"),
-      knownRow: q("SELECT id, name, kind, size, mtime FROM media WHERE device = ? AND dir = ? AND name = ?"),
-      byUrl: q("SELECT device, dir, name FROM media WHERE url = ? LIMIT 1"),
-      counts: q("SELECT device, kind, count(*) AS n FROM media WHERE kind != 9 GROUP BY device, kind"),
-      listDevice: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? ORDER BY seq LIMIT ?"),
-      listAvailable: q("SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) ORDER BY seq LIMIT ?"),
-      // The same, without the directories a caller may not read (a JSON array of "<device>/<dir>": the same string is the same directory).
-      listDeviceExcept: q("SELECT * FROM media WHERE device = ? AND kind = ? AND seq > ? AND (device || '/' || dir) NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?"),
-      listAvailableExcept: q(
-        "SELECT * FROM media WHERE kind = ? AND seq > ? AND device IN (SELECT uri FROM devices WHERE available = 1) AND (device || '/' || dir) NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?",
-      ),
-      deleteDeviceRow: q("DELETE FROM devices WHERE uri = ?"),
-      allDevices: q("SELECT * FROM devices ORDER BY uri"),
-      maxSeq: q("SELECT max(seq) AS s FROM media"),
-      putPermission: q("INSERT OR REPLACE INTO permissions (service, uid, granted) VALUES (?, ?, ?)"),
-      permissions: q("SELECT service, uid, granted FROM permissions ORDER BY service"),
-      putScan: q("INSERT OR REPLACE INTO scans (device, key) VALUES (?, ?) RETURNING id"),
-      scanDone: q("DELETE FROM scans WHERE id = ?"),
-      scansDoneUpTo: q("DELETE FROM scans WHERE device = ? AND id <= ?"),
-      scans: q("SELECT id, device, key FROM scans ORDER BY id"),
-    };
+    ({ s: this.s, finalize: this.finalizeStatements } = preparedOnUse(this.db, STATEMENTS));
     this.seq = (this.s.maxSeq!.get() as { s: number | null }).s ?? 0;
   }
 
@@ -313,7 +313,7 @@ export class MediaStore {
   }
 
   close() {
-    for (const st of Object.values(this.s)) st.finalize();
+    this.finalizeStatements();
     this.db.close();
   }
 }

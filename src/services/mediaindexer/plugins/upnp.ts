@@ -7,7 +7,8 @@
 // an item under several containers: it is keyed by its resource URL's path, which
 // is also its path on the device); the resource URL is the entry's file_path. A
 // server that no longer answers is unavailable, its entries kept.
-import dgram from "node:dgram";
+// Loaded by the first search, not while the process starts (docs/performance.md).
+const dgram = () => require("node:dgram") as typeof import("node:dgram");
 import type { Device } from "../device";
 import type { Plugin, PluginHost } from "./plugin";
 import type { ScanResult } from "../index/scanner";
@@ -157,7 +158,7 @@ export async function browse(controlUrl: string, objectId: string, start: number
 export function ssdpSearch(o: { address: string; port: number; mx: number; interfaceAddress?: string }): Promise<Set<string>> {
   return new Promise((resolve) => {
     const found = new Set<string>();
-    const s = dgram.createSocket({ type: "udp4", reuseAddr: true });
+    const s = dgram().createSocket({ type: "udp4", reuseAddr: true });
     const done = () => {
       try {
         s.close();
