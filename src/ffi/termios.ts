@@ -76,7 +76,7 @@ export interface Termios {
 function decode(t: Struct<typeof S.termios2>): Termios {
   return {
     iflag: t.u32("c_iflag"), oflag: t.u32("c_oflag"), cflag: t.u32("c_cflag"), lflag: t.u32("c_lflag"), line: t.u8("c_line"),
-    cc: Uint8Array.from(t.bytes("c_cc")), ispeed: t.u32("c_ispeed"), ospeed: t.u32("c_ospeed"),
+    cc: new Uint8Array(t.bytes("c_cc")), ispeed: t.u32("c_ispeed"), ospeed: t.u32("c_ospeed"),
   };
 }
 

@@ -185,7 +185,9 @@ export class Cameras {
   start(): void {
     this.refresh();
     this.unwatch = this.backend.watch(this.refresh);
-    this.log.info({ backend: this.backend.kind, cameras: this.deviceList(), jpeg: tj.available() }, "camera service ready");
+    // Whether JPEG can be encoded is not told here: libturbojpeg is loaded by the first
+    // use that needs it (a camera's formats, a capture), not at start (docs/performance.md).
+    this.log.info({ backend: this.backend.kind, cameras: this.deviceList() }, "camera service ready");
   }
 
   /** Streams stopped, devices closed, every handle released, the backend closed. */

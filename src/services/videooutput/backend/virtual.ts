@@ -24,9 +24,8 @@ export class VirtualDisplay implements VideoBackend {
   private nextFb = 100;
 
   constructor(private readonly size: Size, planeCount = 2) {
-    this.planes = Array.from({ length: planeCount }, (_, i) => ({
-      planeId: PLANE_BASE + i, fbId: 0, frame: null, window: null, alpha: 0xffff, zpos: i,
-    }));
+    this.planes = [];
+    for (let i = 0; i < planeCount; i++) this.planes.push({ planeId: PLANE_BASE + i, fbId: 0, frame: null, window: null, alpha: 0xffff, zpos: i });
   }
 
   display(): DisplayInfo {
