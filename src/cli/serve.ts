@@ -47,7 +47,7 @@ export async function serve(argv: string[]) {
   let board, busAddress, rt;
   const stateDir = (flags["state-dir"] as string) ?? "/var/lib/devservices";
   // The parses of the board recipe and the options, kept for the next start (core/config.ts).
-  recordParses(join(stateDir, PARSE_RECORD), stateDir);
+  recordParses(join(stateDir, parseRecordFile(rest)), stateDir);
   try {
     board = loadBoard(flags.board as string | undefined);
     busAddress = resolveBusAddress(flags.bus as string | undefined);
@@ -97,8 +97,12 @@ export async function serve(argv: string[]) {
   exitAfterLog(0);
 }
 
-/** The state directory's file of the start's parses (core/config.ts, recordParses). */
-export const PARSE_RECORD = "start-parses.json";
+/**
+ * The state directory's file of the start's parses (core/config.ts, recordParses): one
+ * per set of services named, so the processes of the per-service units
+ * (devservices@.service), which share the state directory, each keep their own.
+ */
+export const parseRecordFile = (services: readonly string[]) => (services.length ? `start-parses-${services.join("+")}.json` : "start-parses.json");
 
 /** serve's exit status when every service refused a store newer than this binary. */
 export const EXIT_STORE_TOO_NEW = 78;

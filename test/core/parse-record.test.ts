@@ -154,16 +154,16 @@ describe.if(binaryBuilt())("serve", () => {
   });
 
   const virtual = JSON.parse(readFileSync(join(ROOT, "recipes/boards/virtual.json"), "utf8"));
-  const board = (total: unknown) => {
-    const file = join(dir, `board-${String(total)}.json`);
-    writeFileSync(file, JSON.stringify({ ...virtual, services: ["filecache"], serviceConfig: { ...virtual.serviceConfig, filecache: { configFile: null, totalCacheSpace: total } } }));
+  const board = (total: unknown, services = ["filecache"]) => {
+    const file = join(dir, `board-${String(total)}-${services.length}.json`);
+    writeFileSync(file, JSON.stringify({ ...virtual, services, serviceConfig: { ...virtual.serviceConfig, filecache: { configFile: null, totalCacheSpace: total } } }));
     return file;
   };
   const stateDir = () => join(dir, "serve-state");
 
   /** Starts serve on `boardFile`; the cache's free space once its name is owned, or the exit status and output when it fails. */
-  async function run(boardFile: string): Promise<{ availSpace?: number; exit?: number; output: string }> {
-    const p = spawn([BINARY, "serve", "--bus", bus.address, "--board", boardFile, "--state-dir", stateDir(), "--log-level", "warn"], { stdout: "pipe", stderr: "pipe" });
+  async function run(boardFile: string, services: string[] = []): Promise<{ availSpace?: number; exit?: number; output: string }> {
+    const p = spawn([BINARY, "serve", "--bus", bus.address, "--board", boardFile, "--state-dir", stateDir(), "--log-level", "warn", ...services], { stdout: "pipe", stderr: "pipe" });
     const output = new Response(p.stdout).text();
     const client = await BusClient.connect(bus.address);
     try {
@@ -192,5 +192,22 @@ describe.if(binaryBuilt())("serve", () => {
     expect(failed.exit).not.toBe(0);
     expect(failed.output).toContain("serviceConfig.filecache is invalid");
     expect(failed.output).toContain("totalCacheSpace");
+  }, 60_000);
+
+  test("processes that host other sets of services (the per-service units) keep records of their own in the shared state directory", async () => {
+    const mib = 1 << 20;
+    const file = board(8 * mib, ["filecache", "testautomation"]);
+    expect((await run(file)).availSpace).toBe(8 * mib);
+    const all = readFileSync(join(stateDir(), "start-parses.json"), "utf8");
+    expect(all).toContain("options of testautomation");
+    expect((await run(file, ["filecache"])).availSpace).toBe(8 * mib);
+    const one = readFileSync(join(stateDir(), "start-parses-filecache.json"), "utf8");
+    expect((await run(file, ["com.vendor.service.filecache"])).availSpace).toBe(8 * mib);
+    expect(existsSync(join(stateDir(), "start-parses-com.vendor.service.filecache.json"))).toBe(true);
+    // Each start found its own record whole and left the others as they were.
+    expect((await run(file)).availSpace).toBe(8 * mib);
+    expect((await run(file, ["filecache"])).availSpace).toBe(8 * mib);
+    expect(readFileSync(join(stateDir(), "start-parses.json"), "utf8")).toBe(all);
+    expect(readFileSync(join(stateDir(), "start-parses-filecache.json"), "utf8")).toBe(one);
   }, 60_000);
 });
