@@ -3,9 +3,10 @@
 // context's `config`) and, for services that have one, a `Key=Value` file (by
 // default in /etc/devservices). The file's values win over the recipe's, which win
 // over the schema's defaults, so a device's file can override its board.
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { z } from "zod";
+import { writeDurably } from "./store";
 
 /** The build's identity (scripts/build.ts); absent when run from source. */
 declare const DEVSERVICES_BUILD: string | undefined;
@@ -219,8 +220,8 @@ export function recordParses(file: string, stateDir: string, build: string | und
 
 /**
  * Writes the record of this start when it differs from the one read (an input that
- * changed, an entry no longer used), by rename, so a reader sees the old or the new
- * record whole; and stops recording. A failure to write costs the next start its
+ * changed, an entry no longer used), durably (core/store.ts), so a reader sees the old
+ * or the new record whole; and stops recording. A failure to write costs the next start its
  * shortcut, nothing else: it is returned for a log line.
  */
 export function saveParses(): Error | undefined {
@@ -231,8 +232,7 @@ export function saveParses(): Error | undefined {
   for (const [k, v] of r.now) same &&= r.before.get(k) === v;
   if (same) return;
   try {
-    writeFileSync(`${r.file}.tmp`, JSON.stringify({ stamp: r.stamp, entries: [...r.now] }), { mode: 0o600 });
-    renameSync(`${r.file}.tmp`, r.file);
+    writeDurably(r.file, JSON.stringify({ stamp: r.stamp, entries: [...r.now] }), 0o600);
   } catch (e) {
     return e as Error;
   }
@@ -245,20 +245,11 @@ export function saveParses(): Error | undefined {
  */
 export function parseRecorded<S extends z.ZodType>(what: string, schema: () => S, input: unknown): z.ZodSafeParseResult<z.output<S>> {
   const r = record;
-  let key: string | undefined;
-  if (r) {
-    try {
-      key = `${what}\n${JSON.stringify(input) ?? "undefined"}`;
-    } catch {
-      // Not JSON (a BigInt, a cycle): parsed every time.
-    }
-  }
-  if (r && key !== undefined) {
-    const text = r.before.get(key);
-    if (text !== undefined) {
-      r.now.set(key, text);
-      return { success: true, data: JSON.parse(text) } as z.ZodSafeParseResult<z.output<S>>;
-    }
+  const key = r ? recordKey(what, input) : undefined;
+  const seen = r && key !== undefined ? r.before.get(key) : undefined;
+  if (r && key !== undefined && seen !== undefined) {
+    r.now.set(key, seen);
+    return { success: true, data: JSON.parse(seen) } as z.ZodSafeParseResult<z.output<S>>;
   }
   const out = schema().safeParse(input, PARSE_OPTIONS);
   if (r && key !== undefined && out.success) {
@@ -266,4 +257,13 @@ export function parseRecorded<S extends z.ZodType>(what: string, schema: () => S
     if (text !== undefined && Bun.deepEquals(JSON.parse(text), out.data, true)) r.now.set(key, text);
   }
   return out;
+}
+
+/** An input's key in the record: the schema's name and the input's JSON; undefined for what is not JSON (a BigInt, a cycle), parsed every time. */
+function recordKey(what: string, input: unknown): string | undefined {
+  try {
+    return `${what}\n${JSON.stringify(input) ?? "undefined"}`;
+  } catch {
+    return undefined;
+  }
 }
