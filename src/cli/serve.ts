@@ -7,7 +7,7 @@ import { configureLogging, exitAfterLog } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
 import { StoreTooNew } from "../core/store";
-import { collectWhenQuiet } from "../core/engine";
+import { collectWhenQuiet, fixNativeMmapThreshold } from "../core/engine";
 import { cli, logLevel, serviceOrUsage, untilSignal } from "./args";
 
 export const USAGE = `devservices serve [--bus ADDRESS|system|session] [--board NAME|PATH] [--state-dir DIR]
@@ -45,6 +45,8 @@ export async function serve(argv: string[]) {
   process.on("uncaughtException", fatal("uncaught exception; exiting"));
   process.on("unhandledRejection", fatal("unhandled rejection; exiting"));
   let board, busAddress, rt;
+  // Large native blocks go back when freed, whatever ran before (core/engine.ts).
+  if (!fixNativeMmapThreshold()) log.warn("cannot fix the native heap's mmap threshold; large blocks freed may stay resident");
   const stateDir = (flags["state-dir"] as string) ?? "/var/lib/devservices";
   // The parses of the board recipe and the options, kept for the next start (core/config.ts).
   recordParses(join(stateDir, parseRecordFile(rest)), stateDir);

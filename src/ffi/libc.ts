@@ -41,6 +41,8 @@ export const libc = dlopen("libc.so.6", {
   sync: { args: [], returns: FFIType.void },
   // Gives the heap's free memory at its top and in whole free pages back to the kernel.
   malloc_trim: { args: [u64], returns: i32 },
+  // Sets one of the heap's parameters (M_MMAP_THRESHOLD: core/engine.ts).
+  mallopt: { args: [i32, i32], returns: i32 },
   // pseudo-terminals (termios.ts)
   posix_openpt: { args: [i32], returns: i32 },
   grantpt: { args: [i32], returns: i32 },
