@@ -224,6 +224,7 @@ for (const [label, key, better, coldOnly] of [
   const c = ceilings.map((x) => x[key]);
   if (key === "seq_calls_per_s" || key === "par_calls_per_s") ceilingRows.push([label, median(a), median(c), median(a.map((x: number, i: number) => c[i] / x)).toFixed(2)]);
 }
+console.log(`  ${INFLIGHT} in flight, devservices/C per round: ${ourss.map((x, i) => (x.par_calls_per_s / refs[i].par_calls_per_s).toFixed(2)).join(", ")}; ceiling/C: ${ceilings.map((x, i) => (x.par_calls_per_s / refs[i].par_calls_per_s).toFixed(2)).join(", ")}`);
 await stop(cService, dev2, ceilingService);
 console.log(`\nthe runtime's reach: ceiling.ts (Bun answering ping with none of devservices' code), same runs`);
 console.log(`${"metric".padEnd(30)}${"C sd-bus".padStart(12)} ${"ceiling".padStart(13)}  ${"ceiling/C".padStart(15)}`);
