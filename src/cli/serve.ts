@@ -7,7 +7,8 @@ import { configureLogging, exitAfterLog } from "../core/log";
 import { startRuntime, describeFailure } from "../runtime";
 import { SystemdNotifier } from "../ffi/sdnotify";
 import { StoreTooNew } from "../core/store";
-import { collectWhenQuiet, fixNativeMmapThreshold } from "../core/engine";
+import { collectWhenQuiet } from "../core/engine";
+import { fixNativeMmapThreshold } from "../ffi/libc";
 import { cli, logLevel, serviceOrUsage, untilSignal } from "./args";
 
 export const USAGE = `devservices serve [--bus ADDRESS|system|session] [--board NAME|PATH] [--state-dir DIR]
@@ -45,7 +46,7 @@ export async function serve(argv: string[]) {
   process.on("uncaughtException", fatal("uncaught exception; exiting"));
   process.on("unhandledRejection", fatal("unhandled rejection; exiting"));
   let board, busAddress, rt;
-  // Large native blocks go back when freed, whatever ran before (core/engine.ts).
+  // Large native blocks go back when freed, whatever ran before (ffi/libc.ts).
   if (!fixNativeMmapThreshold()) log.warn("cannot fix the native heap's mmap threshold; large blocks freed may stay resident");
   const stateDir = (flags["state-dir"] as string) ?? "/var/lib/devservices";
   // The parses of the board recipe and the options, kept for the next start (core/config.ts).

@@ -4,10 +4,8 @@
 // - once the process has been quiet for QUIET_COLLECT_MS (no call), one full garbage
 //   collection runs, so that the code of what ran once (the start, a recording, a
 //   scan) is dropped and its memory goes back.
-// - glibc's heap (the native libraries') serves large blocks from their own mappings,
-//   given back when freed (fixNativeMmapThreshold).
-// Dispatch counts the calls (noteCall); serve turns the quiet collection on and fixes
-// the threshold.
+// Dispatch counts the calls (noteCall); serve turns the quiet collection on (and, for
+// the native libraries' heap, fixes glibc's mmap threshold: ffi/libc.ts).
 
 /**
  * Calls served with the JIT policy the executable starts with (thresholds x16,
@@ -55,33 +53,6 @@ export function withoutFTL(...owners: (Function | object)[]): void {
       if (key !== "constructor" && typeof value === "function") noFTL(value);
     }
   }
-}
-
-/** mallopt's parameter (malloc.h). */
-export const M_MMAP_THRESHOLD = -3;
-
-/**
- * The size from which glibc's malloc serves a block from a mapping of its own, which
- * free() unmaps. glibc's malloc is the heap of the native libraries (GStreamer, its
- * plugins and glib; libturbojpeg); devservices' own objects live in Bun's. By default
- * the threshold starts at 128 KiB and moves up to the size of the largest such block
- * freed so far (up to 32 MiB): after the first recording freed its encoder's 4 MiB
- * blocks, every later one took them from the heap of whichever thread allocated them,
- * and a thread's heap kept those pages once the thread ended: +4 MiB of RssAnon for
- * each of the first recordings (44 MB after five, from 26 after the first; glibc
- * keeps up to 8 heaps a core). A threshold that is set stays where it is: with it the
- * fifth recording idles where the first did (docs/performance.md, "After work").
- * 1 MiB rather than 128 KiB: a block between the two (a 640x480 frame outside a
- * buffer pool) is reused from the heap instead of being mapped and faulted in anew
- * each time.
- */
-export const NATIVE_MMAP_THRESHOLD = 1 << 20;
-
-/** Fixes glibc's mmap threshold at `bytes` (NATIVE_MMAP_THRESHOLD); false where libc refused it. */
-export function fixNativeMmapThreshold(bytes = NATIVE_MMAP_THRESHOLD): boolean {
-  // libc is loaded here, not by the modules of the bus that import this one (the CLI's calls).
-  const { libc } = require("../ffi/libc") as typeof import("../ffi/libc");
-  return libc.mallopt(M_MMAP_THRESHOLD, bytes) === 1;
 }
 
 let calls = 0;

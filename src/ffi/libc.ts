@@ -41,7 +41,7 @@ export const libc = dlopen("libc.so.6", {
   sync: { args: [], returns: FFIType.void },
   // Gives the heap's free memory at its top and in whole free pages back to the kernel.
   malloc_trim: { args: [u64], returns: i32 },
-  // Sets one of the heap's parameters (M_MMAP_THRESHOLD: core/engine.ts).
+  // Sets one of the heap's parameters (fixNativeMmapThreshold).
   mallopt: { args: [i32, i32], returns: i32 },
   // pseudo-terminals (termios.ts)
   posix_openpt: { args: [i32], returns: i32 },
@@ -55,6 +55,31 @@ export const libc = dlopen("libc.so.6", {
   shmctl: { args: [i32, i32, P], returns: i32 },
   eventfd: { args: [u32, i32], returns: i32 },
 }).symbols;
+
+/** mallopt's parameter (malloc.h). */
+export const M_MMAP_THRESHOLD = -3;
+
+/**
+ * The size from which glibc's malloc serves a block from a mapping of its own, which
+ * free() unmaps. glibc's malloc is the heap of the native libraries (GStreamer, its
+ * plugins and glib; libturbojpeg); devservices' own objects live in Bun's. By default
+ * the threshold starts at 128 KiB and moves up to the size of the largest such block
+ * freed so far (up to 32 MiB): after the first recording freed its encoder's 4 MiB
+ * blocks, every later one took them from the heap of whichever thread allocated them,
+ * and a thread's heap kept those pages once the thread ended: +4 MiB of RssAnon for
+ * each recording (26 to 52 MB over seven; glibc keeps up to 8 heaps a core). A
+ * threshold that is set stays where it is: with it the eighth recording idles where
+ * the first did (docs/performance.md, "The native libraries' large blocks given
+ * back"). 1 MiB rather than 128 KiB: a block between the two (a 640x480 frame outside
+ * a buffer pool) is reused from the heap instead of being mapped and faulted in anew
+ * each time. `serve` fixes it at start.
+ */
+export const NATIVE_MMAP_THRESHOLD = 1 << 20;
+
+/** Fixes glibc's mmap threshold at `bytes` (NATIVE_MMAP_THRESHOLD); false where libc refused it. */
+export function fixNativeMmapThreshold(bytes = NATIVE_MMAP_THRESHOLD): boolean {
+  return libc.mallopt(M_MMAP_THRESHOLD, bytes) === 1;
+}
 
 export function errno(): number {
   return read.i32(libc.__errno_location() as Pointer, 0);

@@ -1,12 +1,12 @@
-// glibc's heap with the mmap threshold serve fixes (core/engine.ts,
+// glibc's heap with the mmap threshold serve fixes (ffi/libc.ts,
 // fixNativeMmapThreshold): a large block freed goes back to the kernel, also after an
 // earlier one of its size was freed (glibc's moving threshold would keep the second
 // in the heap, resident). Each case runs in a process of its own (the setting is
 // process-wide), one with the threshold fixed and one without, to show the difference.
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { M_MMAP_THRESHOLD, NATIVE_MMAP_THRESHOLD } from "../../src/core/engine";
-import { probe } from "../ffi/cabi";
+import { M_MMAP_THRESHOLD, NATIVE_MMAP_THRESHOLD } from "../../src/ffi/libc";
+import { probe } from "./cabi";
 
 test("M_MMAP_THRESHOLD is malloc.h's", () => {
   const abi = probe({ headers: ["malloc.h"], values: { minus_M_MMAP_THRESHOLD: "-(M_MMAP_THRESHOLD)" } });
@@ -17,7 +17,7 @@ const BLOCK = 8 << 20;
 const child = `
 import { dlopen, FFIType } from "bun:ffi";
 import { readFileSync } from "node:fs";
-import { fixNativeMmapThreshold } from ${JSON.stringify(join(import.meta.dir, "../../src/core/engine"))};
+import { fixNativeMmapThreshold } from ${JSON.stringify(join(import.meta.dir, "../../src/ffi/libc"))};
 const { malloc, free, memset } = dlopen("libc.so.6", {
   malloc: { args: [FFIType.u64], returns: FFIType.ptr },
   free: { args: [FFIType.ptr], returns: FFIType.void },
