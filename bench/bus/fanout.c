@@ -8,6 +8,10 @@
  *     arrives as the service's one broadcast com.vendor.devservices.Topic signal
  *   fanout ADDRESS N ROUNDS c DEST PATH IFACE MATCH_MEMBER - TRIG_MEMBER TRIG_PAYLOAD
  *     each receiver adds a match for the broadcast signal MATCH_MEMBER
+ *   fanout ADDRESS N ROUNDS crule DEST PATH IFACE MATCH_MEMBER - TRIG_MEMBER TRIG_PAYLOAD
+ *     as c, with the rule a devservices subscriber adds for a shared topic (sender =
+ *     DEST's owner, path, interface, member, arg0 = TRIG_PAYLOAD, which the broadcast
+ *     carries as its string): what the daemon's matching of that rule costs
  * Each round: time from sending the trigger until the last receiver has the message.
  * Prints one JSON line: rounds, p50 and max of the completion time (us). */
 #include <poll.h>
@@ -53,6 +57,7 @@ int main(int argc, char **argv) {
   int n = atoi(argv[2]), rounds = atoi(argv[3]);
   int shared = strcmp(mode, "shared") == 0;
   int dev = shared || strcmp(mode, "dev") == 0;
+  int crule = strcmp(mode, "crule") == 0;
   want_member = dev && !shared ? "Push" : sub_member;
   want_interface = shared ? "com.vendor.devservices.Topic" : NULL;
   struct rlimit rl = { 65536, 65536 };
@@ -102,12 +107,20 @@ int main(int argc, char **argv) {
       sd_bus_message_unref(rep);
       sd_bus_message_unref(call);
     } else {
-      char rule[512];
-      snprintf(rule, sizeof rule, "type='signal',interface='%s',member='%s'", iface, sub_member);
+      char rule[768];
+      sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
+      if (crule) {
+        const char *owner = NULL;
+        if (sd_bus_call_method(bus[i], "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", &e, &rep, "s", dest) < 0 ||
+            sd_bus_message_read(rep, "s", &owner) < 0) { fprintf(stderr, "GetNameOwner: %s\n", e.message); return 1; }
+        snprintf(rule, sizeof rule, "type='signal',sender='%s',path='%s',interface='%s',member='%s',arg0='%s'", owner, path, iface, sub_member, trig_payload);
+        sd_bus_message_unref(rep);
+        rep = NULL;
+      } else
+        snprintf(rule, sizeof rule, "type='signal',interface='%s',member='%s'", iface, sub_member);
       if (sd_bus_add_match(bus[i], NULL, rule, NULL, NULL) < 0) { fprintf(stderr, "match failed\n"); return 1; }
       /* sd-bus may still be saying Hello and queue the AddMatch: a synchronous call
          to the daemon afterwards means the rule is in place before the first round. */
-      sd_bus_error e = SD_BUS_ERROR_NULL; sd_bus_message *rep = NULL;
       if (sd_bus_call_method(bus[i], "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId", &e, &rep, "") < 0) { fprintf(stderr, "GetId: %s\n", e.message); return 1; }
       sd_bus_message_unref(rep);
     }

@@ -12,7 +12,10 @@
 //   The calls are also answered by ceiling.ts: Bun answering `ping` with no code of
 //   devservices' (no codec, dispatch, schema or access check), compiled and settled as
 //   serve is. Its ratio to C is what this runtime reaches on this machine, so the gap
-//   between it and devservices is devservices' own per-call work.
+//   between it and devservices is devservices' own per-call work. And by bound.c: C on a
+//   raw socket doing the least any service can (one read, every reply in one write, no
+//   checks), whose ratio to C is the most any service reaches here: what is left of a
+//   call is the daemon's routing, the client and the machine.
 //   3. footprint: `devservices serve` with every service of the virtual board: idle
 //      RSS and threads (3 s after ready, and settled: after 30 s quiet), and the time
 //      from exec until every bus name is owned and until READY=1 reaches
@@ -39,7 +42,7 @@ const BIN = process.env.DEVSERVICES_BINARY ?? join(ROOT, "dist/devservices");
 
 await ensureSdBus("bench/bus");
 const out = mkdtempSync(join(tmpdir(), "bench-bus-"));
-for (const c of ["echo-service", "client", "fanout"]) await $`gcc -O2 -o ${out}/${c} ${import.meta.dir}/${c}.c -lsystemd`;
+for (const c of ["echo-service", "client", "fanout", "bound"]) await $`gcc -O2 -o ${out}/${c} ${import.meta.dir}/${c}.c -lsystemd`;
 if (!(await Bun.file(BIN).exists())) await $`cd ${ROOT} && bun run build`.quiet();
 
 const bus = await startPrivateBus();
@@ -80,6 +83,7 @@ const payload = '{"Message":"hi"}';
 const TA = ["com.vendor.service.testautomation", "/com/vendor/service/testautomation", "com.vendor.service.testautomation"];
 const ECHO = ["com.vendor.bench.echo", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
 const CEILING = ["com.vendor.bench.ceiling", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
+const BOUND = ["com.vendor.bench.bound", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
 const startC = async () => {
   const p = spawn([`${out}/echo-service`, bus.address], { stdout: "pipe", stderr: "inherit" });
   children.push(p);
@@ -91,6 +95,12 @@ const socketPath = /unix:path=([^,;]+)/.exec(bus.address)?.[1];
 if (!socketPath) throw new Error(`bench/bus: the bus address has no unix path: ${bus.address}`);
 const startCeiling = async () => {
   const p = spawn([`${out}/ceiling`, socketPath, CEILING[0]!], { stdout: "pipe", stderr: "inherit" });
+  children.push(p);
+  await waitReady(p, "ready");
+  return p;
+};
+const startBound = async () => {
+  const p = spawn([`${out}/bound`, socketPath, BOUND[0]!], { stdout: "pipe", stderr: "inherit" });
   children.push(p);
   await waitReady(p, "ready");
   return p;
@@ -111,21 +121,25 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 // median of the rounds, each ratio the median of the per-round ratios. Besides the
 // goal's reference (a broadcast: the daemon reads one message and fans it out), the C
 // service also sends one signal addressed to each subscriber, which is the work a
-// devservices push is: what the daemon costs for that is in both.
+// devservices push is: what the daemon costs for that is in both; and the broadcast
+// again to receivers whose rule is the one a devservices subscriber adds for a shared
+// topic (sender, path, arg0: what keeps a topic's signal from being forged or taken for
+// another's), which tells the daemon's matching of that rule from devservices' own work.
 const ROUNDS = 40;
 const FAN_REPEATS = 3;
 const SUBSCRIBE_TA = '{"subscribe":true,"name":"bench","scene":"main","type":"web","appInfo":{"id":"com.vendor.bench"}}';
 console.error("bench/bus: fan-out");
-const fan = { broadcast: [] as number[], unicast: [] as number[], dev: [] as number[], addressed: [] as number[], devMax: [] as number[], broadcastMax: [] as number[] };
+const fan = { broadcast: [] as number[], ruled: [] as number[], unicast: [] as number[], dev: [] as number[], addressed: [] as number[], devMax: [] as number[], broadcastMax: [] as number[] };
 for (let r = 0; r < FAN_REPEATS; r++) {
   const [c, d] = [await startC(), await startDev()];
   const runs = {
     broadcast: () => $`${out}/fanout ${bus.address} ${RECEIVERS} ${ROUNDS} c ${ECHO} Changed - emit ${"{}"}`.text(),
+    ruled: () => $`${out}/fanout ${bus.address} ${RECEIVERS} ${ROUNDS} crule ${ECHO} Changed - emit ${"{}"}`.text(),
     unicast: () => $`${out}/fanout ${bus.address} ${RECEIVERS} ${ROUNDS} dev ${ECHO} subscribe ${"{}"} emitEach ${"{}"}`.text(),
     dev: () => $`${out}/fanout ${bus.address} ${RECEIVERS} ${ROUNDS} shared ${TA} subscribeToCommands ${SUBSCRIBE_TA} broadcastCommand ${'{"command":"x"}'}`.text(),
     addressed: () => $`${out}/fanout ${bus.address} ${RECEIVERS} ${ROUNDS} dev ${TA} subscribeToCommands ${SUBSCRIBE_TA} broadcastCommand ${'{"command":"x"}'}`.text(),
   };
-  const order = (r % 2 ? ["dev", "addressed", "unicast", "broadcast"] : ["broadcast", "unicast", "addressed", "dev"]) as (keyof typeof runs)[];
+  const order = (r % 2 ? ["dev", "addressed", "unicast", "ruled", "broadcast"] : ["broadcast", "ruled", "unicast", "addressed", "dev"]) as (keyof typeof runs)[];
   for (const k of order) {
     const res = JSON.parse(await runs[k]());
     fan[k].push(res.p50_us);
@@ -138,10 +152,12 @@ const perRound = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!)
 header(`fan-out: one change to ${RECEIVERS} receiver connections, ${ROUNDS} changes x ${FAN_REPEATS} fresh starts, until the last has it`);
 row("p50 completion (us)", median(fan.broadcast), median(fan.dev), perRound(fan.dev, fan.broadcast) + " (goal <= 1.2)");
 row("max completion (us)", median(fan.broadcastMax), median(fan.devMax), perRound(fan.devMax, fan.broadcastMax));
+row("C broadcast, shared-topic rule", median(fan.ruled), median(fan.dev), perRound(fan.dev, fan.ruled));
+row("  the rule alone (C/C)", median(fan.broadcast), median(fan.ruled), perRound(fan.ruled, fan.broadcast));
 row("C addressed to each, p50 (us)", median(fan.unicast), median(fan.dev), perRound(fan.dev, fan.unicast));
 row("addressed pushes, p50 (us)", median(fan.broadcast), median(fan.addressed), perRound(fan.addressed, fan.broadcast) + " (no match rule)");
 row("  against C addressed (us)", median(fan.unicast), median(fan.addressed), perRound(fan.addressed, fan.unicast));
-console.log(`  devservices p50 per fresh start (us): attached ${fan.dev.join(", ")}; addressed ${fan.addressed.join(", ")}; C broadcast ${fan.broadcast.join(", ")}`);
+console.log(`  devservices p50 per fresh start (us): attached ${fan.dev.join(", ")}; addressed ${fan.addressed.join(", ")}; C broadcast ${fan.broadcast.join(", ")}; C broadcast, shared-topic rule ${fan.ruled.join(", ")}`);
 
 // ---- cold ----------------------------------------------------------------
 // The first 200 calls a freshly started service answers, one at a time, C and
@@ -193,6 +209,7 @@ const ceilingRows: [string, number, number, string][] = [];
 const cService = await startC();
 const dev2 = await startDev();
 const ceilingService = await startCeiling();
+const boundService = await startBound();
 // The VM this runs on varies a lot from second to second, so the two services are
 // measured in alternating rounds and each metric is the median over the rounds, its
 // ratio the median of the per-round ratios (each round compares neighbours in time).
@@ -203,11 +220,19 @@ console.error("bench/bus: calls");
 const refs: any[] = [];
 const ourss: any[] = [];
 const ceilings: any[] = [];
+const bounds: any[] = [];
+const results = new Map([
+  [ECHO, refs],
+  [TA, ourss],
+  [CEILING, ceilings],
+  [BOUND, bounds],
+]);
 for (let r = 0; r < ROUNDS_CALLS; r++) {
   // The first round of each is its cold start (fresh services); then short warm-ups.
-  const order = r % 2 ? [TA, CEILING, ECHO] : [ECHO, CEILING, TA];
-  for (const dest of order) (dest === ECHO ? refs : dest === TA ? ourss : ceilings).push(await measure(dest, Math.ceil(CALLS / ROUNDS_CALLS), r === 0 ? 2000 : 200));
+  const order = r % 2 ? [TA, CEILING, BOUND, ECHO] : [ECHO, BOUND, CEILING, TA];
+  for (const dest of order) results.get(dest)!.push(await measure(dest, Math.ceil(CALLS / ROUNDS_CALLS), r === 0 ? 2000 : 200));
 }
+const boundRows: [string, number, number, string][] = [];
 header(`calls: ${CALLS} calls of ping '${payload}' per mode in ${ROUNDS_CALLS} alternating rounds, one C sd-bus client`);
 for (const [label, key, better, coldOnly] of [
   ["warm sequential calls/s", "seq_calls_per_s", "high", false],
@@ -222,13 +247,20 @@ for (const [label, key, better, coldOnly] of [
   const ratio = median(a.map((x: number, i: number) => b[i] / x));
   row(label, median(a), median(b), ratio.toFixed(2) + (better === "high" ? " (>=)" : " (<=)"));
   const c = ceilings.map((x) => x[key]);
-  if (key === "seq_calls_per_s" || key === "par_calls_per_s") ceilingRows.push([label, median(a), median(c), median(a.map((x: number, i: number) => c[i] / x)).toFixed(2)]);
+  if (key === "seq_calls_per_s" || key === "par_calls_per_s") {
+    ceilingRows.push([label, median(a), median(c), median(a.map((x: number, i: number) => c[i] / x)).toFixed(2)]);
+    const d = bounds.map((x) => x[key]);
+    boundRows.push([label, median(a), median(d), median(a.map((x: number, i: number) => d[i] / x)).toFixed(2)]);
+  }
 }
-console.log(`  ${INFLIGHT} in flight, devservices/C per round: ${ourss.map((x, i) => (x.par_calls_per_s / refs[i].par_calls_per_s).toFixed(2)).join(", ")}; ceiling/C: ${ceilings.map((x, i) => (x.par_calls_per_s / refs[i].par_calls_per_s).toFixed(2)).join(", ")}`);
-await stop(cService, dev2, ceilingService);
+console.log(`  ${INFLIGHT} in flight, devservices/C per round: ${ourss.map((x, i) => (x.par_calls_per_s / refs[i].par_calls_per_s).toFixed(2)).join(", ")}; ceiling/C: ${ceilings.map((x, i) => (x.par_calls_per_s / refs[i].par_calls_per_s).toFixed(2)).join(", ")}; bound/C: ${bounds.map((x, i) => (x.par_calls_per_s / refs[i].par_calls_per_s).toFixed(2)).join(", ")}`);
+await stop(cService, dev2, ceilingService, boundService);
 console.log(`\nthe runtime's reach: ceiling.ts (Bun answering ping with none of devservices' code), same runs`);
 console.log(`${"metric".padEnd(30)}${"C sd-bus".padStart(12)} ${"ceiling".padStart(13)}  ${"ceiling/C".padStart(15)}`);
 for (const r of ceilingRows) row(...r);
+console.log(`\nthe bus's reach: bound.c (C on a raw socket, the least any service can do), same runs`);
+console.log(`${"metric".padEnd(30)}${"C sd-bus".padStart(12)} ${"bound".padStart(13)}  ${"bound/C".padStart(15)}`);
+for (const r of boundRows) row(...r);
 
 // ---- footprint -----------------------------------------------------------
 // The reference is floor.ts: what devservices stands on (Bun, zod, pino, bun:sqlite,
