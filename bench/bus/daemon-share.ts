@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startPrivateBus } from "../../src/bus/daemon";
 import { ensureSdBus } from "../sd-bus";
+import { waitReady } from "./ready";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const ROUNDS = Number(process.argv[2] ?? 3);
@@ -29,16 +30,7 @@ const children: ReturnType<typeof spawn>[] = [];
 const start = async (argv: string[], word: string) => {
   const p = spawn(argv, { stdout: "pipe", stderr: "inherit" });
   children.push(p);
-  const reader = (p.stdout as ReadableStream<Uint8Array>).getReader();
-  let text = "";
-  while (!text.includes(word)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`exited before '${word}': ${text}`);
-    text += new TextDecoder().decode(value);
-  }
-  void (async () => {
-    while (!(await reader.read()).done) {}
-  })();
+  await waitReady(p, word);
   return p;
 };
 const services: [string, string[], number][] = [

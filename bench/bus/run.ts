@@ -33,6 +33,7 @@ import { findService } from "../../src/services";
 import { COMPILE_FLAGS } from "../../scripts/compile-flags";
 import { ensureSdBus } from "../sd-bus";
 import { NotifySocket } from "../../test/packaging/notify-socket";
+import { waitReady } from "./ready";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const CALLS = Number(process.argv[2] ?? 20000);
@@ -50,19 +51,6 @@ const children: ReturnType<typeof spawn>[] = [];
 process.on("exit", () => {
   for (const c of children) c.kill();
 });
-const waitReady = async (p: ReturnType<typeof spawn>, word: string) => {
-  const reader = (p.stdout as ReadableStream<Uint8Array>).getReader();
-  let text = "";
-  while (!text.includes(word)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`exited before '${word}': ${text}`);
-    text += new TextDecoder().decode(value);
-  }
-  // Keep draining its output: a full pipe would stall the process it belongs to.
-  void (async () => {
-    while (!(await reader.read()).done) {}
-  })();
-};
 const serve = (services: string[], logLevel = "info", stateDir = mkdtempSync(join(out, "state-")), notify?: string) => {
   const p = spawn([BIN, "serve", "--bus", bus.address, "--state-dir", stateDir, "--log-level", logLevel, ...services], {
     stdout: "pipe",
