@@ -103,7 +103,8 @@ export class Connection {
   private flushQueued = false;
   private serial = 0;
   private pending = new Map<number, Pending>();
-  private authLines: ((line: string) => void)[] = [];
+  /** The daemon's answers to the handshake's lines, read until the last one expected. */
+  private auth?: { lines: string[]; expect: number; done: () => void };
   private authenticated = false;
 
   private constructor(address: string, receivesFds: boolean) {
@@ -167,19 +168,26 @@ export class Connection {
     return c;
   }
 
+  /**
+   * The whole exchange goes out in one write, as sd-bus sends it: AUTH EXTERNAL, then
+   * NEGOTIATE_UNIX_FD, BEGIN and Hello without waiting for the answers (one round trip
+   * to the daemon instead of three). The daemon's lines are read as they come; the
+   * bytes after the last one are messages. A refused AUTH ends the connection: what
+   * was sent after it is never taken as authenticated (the daemon answers ERROR to it).
+   */
   private async handshake(negotiateUnixFd: boolean): Promise<void> {
-    const line = () => new Promise<string>((resolve) => this.authLines.push(resolve));
     const uid = Buffer.from(String(libc.getuid())).toString("hex");
-    this.writeRaw(Buffer.from(`\0AUTH EXTERNAL ${uid}\r\n`, "latin1"));
-    const ok = await line();
-    if (!ok.startsWith("OK ")) throw new Error(`the bus refused authentication: ${ok}`);
-    if (negotiateUnixFd) {
-      this.writeRaw(Buffer.from("NEGOTIATE_UNIX_FD\r\n", "latin1"));
-      this.unixFd = (await line()).startsWith("AGREE_UNIX_FD");
-    }
-    this.writeRaw(Buffer.from("BEGIN\r\n", "latin1"));
-    this.authenticated = true;
-    const [name] = (await this.call({ ...DBUS, type: METHOD_CALL, member: "Hello", signature: "", body: [] })).body;
+    const lines: string[] = [];
+    const answered = new Promise<void>((done) => (this.auth = { lines, expect: negotiateUnixFd ? 2 : 1, done }));
+    this.writeRaw(Buffer.from(`\0AUTH EXTERNAL ${uid}\r\n${negotiateUnixFd ? "NEGOTIATE_UNIX_FD\r\n" : ""}BEGIN\r\n`, "latin1"));
+    const hello = this.call({ ...DBUS, type: METHOD_CALL, member: "Hello", signature: "", body: [] });
+    // A refusal closes the connection, which fails the Hello too: the refusal is what is told.
+    hello.catch(() => {});
+    await Promise.race([answered, this.closed]);
+    const ok = lines[0];
+    if (!ok?.startsWith("OK ")) throw new Error(ok === undefined ? "the bus closed the connection during authentication" : `the bus refused authentication: ${ok}`);
+    if (negotiateUnixFd) this.unixFd = lines[1]!.startsWith("AGREE_UNIX_FD");
+    const [name] = (await hello).body;
     this.uniqueName = name;
   }
 
@@ -434,8 +442,18 @@ export class Connection {
       if (i < 0) return this.keep(Buffer.from(buf));
       const line = buf.toString("latin1", 0, i);
       buf = buf.subarray(i + 2);
-      this.authLines.shift()?.(line);
-      if (this.authenticated) {
+      const auth = this.auth;
+      if (!auth) return this.close();
+      auth.lines.push(line);
+      if (!line.startsWith("OK ") && auth.lines.length === 1) {
+        // Refused: nothing after this is read.
+        auth.done();
+        return this.close();
+      }
+      if (auth.lines.length === auth.expect) {
+        this.authenticated = true;
+        this.auth = undefined;
+        auth.done();
         this.inbuf = buf;
         return this.parse();
       }
