@@ -160,6 +160,8 @@ export class BusServer {
   nameWaitMs = 3000;
   /** Runs when the bus connection is lost (serve exits so that systemd restarts it). */
   readonly onDisconnect: (() => void)[] = [];
+  /** The daemon's answer to the rule that tells clients' departures (connect). */
+  private watching: Promise<void> = Promise.resolve();
 
   private constructor(readonly conn: Connection, readonly address: string, opts: ServerOptions) {
     this.log = opts.log ?? logger("bus");
@@ -195,7 +197,11 @@ export class BusServer {
     });
     const server = new BusServer(conn, address, opts);
     // One rule for every client's departure (arg2 = "": the name has no new owner).
-    await conn.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''");
+    // Answered while the services start: the daemon takes a connection's messages in
+    // order, so the rule is in place before any name is requested, and host() waits
+    // for the answer (a refused rule fails every service: no departure would be seen).
+    server.watching = conn.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''").then(() => {});
+    server.watching.catch(() => {});
     return server;
   }
 
@@ -223,6 +229,7 @@ export class BusServer {
 
   /** Exports a service at its object path and takes its bus name. */
   async host(spec: ServiceSpec, instance: ServiceInstance): Promise<void> {
+    await this.watching;
     const path = objectPath(spec.busName);
     const members = new Map<string, string>();
     for (const method of Object.keys(spec.api)) members.set(memberName(method), method);
