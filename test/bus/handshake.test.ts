@@ -52,13 +52,17 @@ function helloIn(got: Buffer): { serial: number } | undefined {
 const helloReply = (serial: number, name: string) =>
   encode({ type: METHOD_RETURN, replySerial: serial, destination: name, sender: "org.freedesktop.DBus", signature: "s", body: [name] }, 1).data;
 
+/** A scripted bus that answers the whole exchange with these lines, then the Hello reply naming `name`. */
+const helloBus = (file: string, lines: string, name: string) =>
+  scriptedBus(
+    file,
+    (got) => helloIn(got) !== undefined,
+    (got) => Buffer.concat([Buffer.from(lines, "latin1"), helloReply(helloIn(got)!.serial, name)]),
+  );
+
 describe("the handshake", () => {
   test("AUTH, NEGOTIATE_UNIX_FD, BEGIN and Hello are sent before any answer; the answers and the Hello reply in one read", async () => {
-    const bus = scriptedBus(
-      "pipelined",
-      (got) => helloIn(got) !== undefined,
-      (got) => Buffer.concat([Buffer.from("OK 0123456789abcdef0123456789abcdef\r\nAGREE_UNIX_FD\r\n", "latin1"), helloReply(helloIn(got)!.serial, ":1.42")]),
-    );
+    const bus = helloBus("pipelined", "OK 0123456789abcdef0123456789abcdef\r\nAGREE_UNIX_FD\r\n", ":1.42");
     try {
       const conn = await connectBus(bus.address, { timeoutMs: 3000 });
       expect(conn.uniqueName).toBe(":1.42");
@@ -71,11 +75,7 @@ describe("the handshake", () => {
   });
 
   test("without fd passing agreed (the daemon's ERROR to NEGOTIATE_UNIX_FD), the connection opens and sends no fd", async () => {
-    const bus = scriptedBus(
-      "no-fds",
-      (got) => helloIn(got) !== undefined,
-      (got) => Buffer.concat([Buffer.from("OK 0123456789abcdef0123456789abcdef\r\nERROR\r\n", "latin1"), helloReply(helloIn(got)!.serial, ":1.7")]),
-    );
+    const bus = helloBus("no-fds", "OK 0123456789abcdef0123456789abcdef\r\nERROR\r\n", ":1.7");
     try {
       const conn = await connectBus(bus.address, { timeoutMs: 3000 });
       expect(conn.uniqueName).toBe(":1.7");
