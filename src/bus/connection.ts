@@ -184,8 +184,9 @@ export class Connection {
     // A refusal closes the connection, which fails the Hello too: the refusal is what is told.
     hello.catch(() => {});
     await Promise.race([answered, this.closed]);
-    const ok = lines[0];
-    if (!ok?.startsWith("OK ")) throw new Error(ok === undefined ? "the bus closed the connection during authentication" : `the bus refused authentication: ${ok}`);
+    if (lines.length && !lines[0]!.startsWith("OK ")) throw new Error(`the bus refused authentication: ${lines[0]}`);
+    // Closed before every answer came (after OK, too).
+    if (!this.authenticated) throw new Error("the bus closed the connection during authentication");
     if (negotiateUnixFd) this.unixFd = lines[1]!.startsWith("AGREE_UNIX_FD");
     const [name] = (await hello).body;
     this.uniqueName = name;

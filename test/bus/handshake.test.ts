@@ -105,13 +105,20 @@ describe("the handshake", () => {
     }
   });
 
-  test("a bus that closes during authentication fails the connection at once", async () => {
-    const path = join(dir, "closing");
-    const server = Bun.listen({ unix: path, socket: { data: (sock) => void sock.end() } });
-    try {
-      await expect(connectBus(`unix:path=${path}`, { timeoutMs: 3000 })).rejects.toThrow("the bus closed the connection during authentication");
-    } finally {
-      server.stop(true);
+  test("a bus that closes during authentication, before its OK or after it, fails the connection at once", async () => {
+    for (const [name, answer] of [
+      ["closing", ""],
+      ["closing-after-ok", "OK 0123456789abcdef0123456789abcdef\r\n"],
+    ] as const) {
+      const path = join(dir, name);
+      const server = Bun.listen({ unix: path, socket: { data: (sock) => void sock.end(answer) } });
+      try {
+        const t0 = performance.now();
+        await expect(connectBus(`unix:path=${path}`, { timeoutMs: 3000 })).rejects.toThrow("the bus closed the connection during authentication");
+        expect(performance.now() - t0).toBeLessThan(2500);
+      } finally {
+        server.stop(true);
+      }
     }
   });
 
