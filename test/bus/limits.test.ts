@@ -79,12 +79,19 @@ test("over the size or depth limit: the method's schema error, and a log line", 
 
 test("four callers of 30 MB requests: answered, and the service does not hold them", async () => {
   const before = rssMb();
+  // The service's RSS through the floods, read every 5 ms: its peak is what it held.
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 5);
   const floods = [0, 1, 2, 3].map(() => spawnScript("test/fixtures/flooder.ts", ["testautomation", "ping", "huge", "3"], { DEVSERVICES_BUS: bus.address }));
   const done = await Promise.all(floods.map((f) => f.waitFor("DONE", 60000)));
+  clearInterval(sampler);
   for (const d of done) expect(d).toMatch(/^DONE \d+ \{"returnValue":false,"errorCode":4,"errorText":"Invalid JSON message"/);
-  const grown = rssMb() - before;
-  // Each message is dropped as it arrives: nothing near 4 x 30 MB is ever held.
-  expect(grown).toBeLessThan(40);
+  // Each message is dropped as it arrives: what grows is the read chunks' garbage until
+  // the next collection (peaks of 34-43 MB measured, 29-47 at the end), never the
+  // messages. A service that reads them whole grows by 290-420 MB here (measured with
+  // the connection's limit on a message raised to the bus's 128 MB).
+  expect(peak - before).toBeLessThan(100);
+  expect(rssMb() - before).toBeLessThan(100);
 }, 90000);
 
 test("a flood of nested payloads from four processes: another service answers 99 % of calls within 100 ms, none over 400 ms", async () => {
