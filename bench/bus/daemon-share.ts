@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startPrivateBus } from "../../src/bus/daemon";
 import { ensureSdBus } from "../sd-bus";
-import { waitReady } from "./ready";
+import { startReady } from "./ready";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const ROUNDS = Number(process.argv[2] ?? 3);
@@ -27,12 +27,7 @@ if (!(await Bun.file(BIN).exists())) await $`cd ${ROOT} && bun run build`.quiet(
 const bus = await startPrivateBus();
 const socketPath = /unix:path=([^,;]+)/.exec(bus.address)![1]!;
 const children: ReturnType<typeof spawn>[] = [];
-const start = async (argv: string[], word: string) => {
-  const p = spawn(argv, { stdout: "pipe", stderr: "inherit" });
-  children.push(p);
-  await waitReady(p, word);
-  return p;
-};
+const start = (argv: string[], word: string) => startReady(argv, word, children);
 const services: [string, string[], number][] = [
   ["C sd-bus", ["com.vendor.bench.echo", "/com/vendor/bench/echo", "com.vendor.bench.echo"], (await start([`${out}/echo-service`, bus.address], "ready")).pid],
   ["bound", ["com.vendor.bench.bound", "/com/vendor/bench/echo", "com.vendor.bench.echo"], (await start([`${out}/bound`, socketPath, "com.vendor.bench.bound"], "ready")).pid],

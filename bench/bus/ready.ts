@@ -1,4 +1,4 @@
-// Waiting for a bench process's word of readiness on its stdout.
+// Starting bench processes, and waiting for their word of readiness on stdout.
 import type { spawn } from "bun";
 
 /** Resolves once the process has written `word` on stdout; its later output is drained. */
@@ -14,4 +14,12 @@ export async function waitReady(p: ReturnType<typeof spawn>, word: string): Prom
   void (async () => {
     while (!(await reader.read()).done) {}
   })();
+}
+
+/** Starts a bench process (kept in `children`, to be stopped with the bench) and resolves once it wrote `word`. */
+export async function startReady(argv: string[], word: string, children: ReturnType<typeof spawn>[]): Promise<ReturnType<typeof spawn>> {
+  const p = Bun.spawn(argv, { stdout: "pipe", stderr: "inherit" });
+  children.push(p);
+  await waitReady(p, word);
+  return p;
 }

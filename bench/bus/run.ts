@@ -33,7 +33,7 @@ import { findService } from "../../src/services";
 import { COMPILE_FLAGS } from "../../scripts/compile-flags";
 import { ensureSdBus } from "../sd-bus";
 import { NotifySocket } from "../../test/packaging/notify-socket";
-import { waitReady } from "./ready";
+import { startReady, waitReady } from "./ready";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const CALLS = Number(process.argv[2] ?? 20000);
@@ -72,27 +72,12 @@ const TA = ["com.vendor.service.testautomation", "/com/vendor/service/testautoma
 const ECHO = ["com.vendor.bench.echo", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
 const CEILING = ["com.vendor.bench.ceiling", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
 const BOUND = ["com.vendor.bench.bound", "/com/vendor/bench/echo", "com.vendor.bench.echo"];
-const startC = async () => {
-  const p = spawn([`${out}/echo-service`, bus.address], { stdout: "pipe", stderr: "inherit" });
-  children.push(p);
-  await waitReady(p, "ready");
-  return p;
-};
+const startC = () => startReady([`${out}/echo-service`, bus.address], "ready", children);
 await $`bun build ${COMPILE_FLAGS} ${import.meta.dir}/ceiling.ts --outfile ${out}/ceiling`.quiet();
 const socketPath = /unix:path=([^,;]+)/.exec(bus.address)?.[1];
 if (!socketPath) throw new Error(`bench/bus: the bus address has no unix path: ${bus.address}`);
-const startCeiling = async () => {
-  const p = spawn([`${out}/ceiling`, socketPath, CEILING[0]!], { stdout: "pipe", stderr: "inherit" });
-  children.push(p);
-  await waitReady(p, "ready");
-  return p;
-};
-const startBound = async () => {
-  const p = spawn([`${out}/bound`, socketPath, BOUND[0]!], { stdout: "pipe", stderr: "inherit" });
-  children.push(p);
-  await waitReady(p, "ready");
-  return p;
-};
+const startCeiling = () => startReady([`${out}/ceiling`, socketPath, CEILING[0]!], "ready", children);
+const startBound = () => startReady([`${out}/bound`, socketPath, BOUND[0]!], "ready", children);
 const startDev = async () => {
   const p = serve(["testautomation"]);
   await waitReady(p, "devservices ready");
